@@ -1,0 +1,257 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import assert_allclose, run_layer_test
+from tfnlp.layers import MultiHeadAttention, masks
+
+RNG = np.random.default_rng(0)
+
+
+def _normal(*shape):
+    return RNG.normal(size=shape).astype("float32")
+
+
+def _paired(query, value, **init):
+    ours = MultiHeadAttention(**init)
+    ours(query, value)
+    reference = keras.layers.MultiHeadAttention(**init)
+    reference(query, value)
+    for mine, theirs in [
+        (ours._query_dense, reference._query_dense),
+        (ours._key_dense, reference._key_dense),
+        (ours._value_dense, reference._value_dense),
+        (ours._output_dense, reference._output_dense),
+    ]:
+        theirs.set_weights(mine.get_weights())
+    return ours, reference
+
+
+@pytest.mark.parametrize(
+    "init, kwargs",
+    [
+        ({"num_heads": 2, "key_dim": 4}, {}),
+        ({"num_heads": 3, "key_dim": 2, "value_dim": 5, "output_dim": 7}, {}),
+        ({"num_heads": 2, "key_dim": 4, "dropout": 0.1}, {"return_attention_scores": True}),
+    ],
+)
+def test_harness(init, kwargs):
+    run_layer_test(
+        MultiHeadAttention,
+        init,
+        {"query": _normal(2, 5, 6), "value": _normal(2, 4, 6)},
+        call_kwargs=kwargs,
+        expected_output_shape=(2, 5, init.get("output_dim", 6)),
+        expected_num_trainable_weights=8,
+    )
+
+
+def test_harness_with_attention_mask_input():
+    mask = RNG.random((2, 5, 4)) > 0.3
+    run_layer_test(
+        MultiHeadAttention,
+        {"num_heads": 2, "key_dim": 3},
+        {"query": _normal(2, 5, 6), "value": _normal(2, 4, 6), "attention_mask": mask},
+        expected_output_shape=(2, 5, 6),
+    )
+
+
+@pytest.mark.parametrize("cross", [False, True])
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_matches_keras_multi_head_attention(cross, use_bias):
+    query = _normal(3, 6, 8)
+    value = _normal(3, 9, 5) if cross else query
+    ours, reference = _paired(query, value, num_heads=2, key_dim=4, value_dim=3, use_bias=use_bias)
+    out, weights = ours(query, value, return_attention_scores=True)
+    ref_out, ref_weights = reference(query, value, return_attention_scores=True)
+    assert_allclose(out, ref_out, atol=1e-5)
+    assert_allclose(weights, ref_weights, atol=1e-6)
+
+    # Masks where every query keeps at least one key (Keras and tfnlp differ
+    # only on rows with no key at all, tested separately).
+    mask = RNG.random((3, 6, value.shape[1])) > 0.4
+    mask[:, :, 0] = True
+    assert_allclose(
+        ours(query, value, attention_mask=mask),
+        reference(query, value, attention_mask=mask),
+        atol=1e-5,
+    )
+
+
+def test_matches_keras_with_implicit_masks_on_real_rows():
+    ids = np.array([[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    ours, reference = _paired(embedding(ids), embedding(ids), num_heads=2, key_dim=4)
+    real = ids != 0
+    x = embedding(ids)
+    output = ours(x, x).numpy()
+    np.testing.assert_array_equal(x._keras_mask.numpy(), real)  # we leave it alone
+    # keras.layers.MultiHeadAttention deletes the mask of its inputs: new ones.
+    expected = reference(embedding(ids), embedding(ids)).numpy()
+    assert_allclose(output[real], expected[real], atol=1e-5)
+    np.testing.assert_array_equal(output[~real], 0.0)  # padded queries see nothing
+
+
+def test_worked_example_single_head_scale_one():
+    # ../shared/ANCHORS.md: three inputs of size 4, key/query/value weights given.
+    x = np.array([[[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]], np.float32)
+    w_key = np.array([[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]], np.float32)
+    w_query = np.array([[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]], np.float32)
+    w_value = np.array([[0, 2, 0], [0, 3, 0], [1, 0, 3], [1, 1, 0]], np.float32)
+    layer = MultiHeadAttention(num_heads=1, key_dim=3, output_dim=3, use_bias=False, scale=1.0)
+    layer(x, x)
+    layer._query_dense.kernel.assign(w_query[:, None, :])
+    layer._key_dense.kernel.assign(w_key[:, None, :])
+    layer._value_dense.kernel.assign(w_value[:, None, :])
+    layer._output_dense.kernel.assign(np.eye(3, dtype=np.float32)[None])
+    output, weights = layer(x, x, return_attention_scores=True)
+    np.testing.assert_allclose(weights[0, 0, 0], [6.3379e-02, 4.6831e-01, 4.6831e-01], rtol=1e-4)
+    values = x[0] @ w_value  # [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+    np.testing.assert_allclose(output[0, 0], weights[0, 0, 0].numpy() @ values, rtol=1e-6)
+    # With the weights rounded to [0, 0.5, 0.5] as in the worked example:
+    np.testing.assert_allclose(np.array([0.0, 0.5, 0.5]) @ values, [2.0, 7.0, 1.5])
+    np.testing.assert_allclose(output[0, 0], [1.9366, 6.6831, 1.5951], atol=1e-3)
+
+
+def test_implicit_masks_equal_explicit_attention_mask():
+    query_ids = np.array([[1, 2, 0, 0], [3, 4, 5, 0]])
+    value_ids = np.array([[1, 2, 3, 0, 0], [1, 0, 0, 0, 0]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    query, value = embedding(query_ids), embedding(value_ids)
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    implicit = layer(query, value)
+    explicit_mask = (query_ids != 0)[:, :, None] & (value_ids != 0)[:, None, :]
+    explicit = layer(tf.identity(query), tf.identity(value), attention_mask=explicit_mask)
+    assert_allclose(implicit, explicit, atol=0.0)
+    np.testing.assert_array_equal(implicit._keras_mask.numpy(), query_ids != 0)
+
+    inputs = [keras.Input((None,), dtype="int32"), keras.Input((None,), dtype="int32")]
+    model = keras.Model(inputs, layer(embedding(inputs[0]), embedding(inputs[1])))
+    assert_allclose(model([query_ids, value_ids]), explicit, atol=1e-6)
+
+
+def test_padding_does_not_change_real_outputs():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    short = _normal(1, 3, 8)
+    padded = np.concatenate([short, _normal(1, 4, 8) * 100], axis=1)
+    mask = masks.bidirectional_mask([[1, 1, 1, 0, 0, 0, 0]])
+    assert_allclose(layer(padded, padded, attention_mask=mask)[:, :3], layer(short, short), atol=1e-5)
+
+
+@pytest.mark.parametrize("direction", ["left_to_right", "right_to_left"])
+def test_directional_masks_hide_the_other_side(direction):
+    builder = getattr(masks, f"{direction}_mask")
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    x = _normal(2, 6, 8)
+    mask = builder(np.ones((2, 6)))
+    base = layer(x, x, attention_mask=mask).numpy()
+    for t in range(6):
+        changed = x.copy()
+        if direction == "left_to_right":
+            changed[:, t + 1:] = _normal(2, 5 - t, 8)
+            kept = slice(0, t + 1)
+        else:
+            changed[:, :t] = _normal(2, t, 8)
+            kept = slice(t, 6)
+        out = layer(changed, changed, attention_mask=mask).numpy()
+        np.testing.assert_allclose(out[:, kept], base[:, kept], atol=1e-6)
+        if (direction == "left_to_right" and t < 5) or (direction == "right_to_left" and t > 0):
+            assert not np.allclose(out, base)  # the perturbation does reach other rows
+
+
+def test_cached_decoding_equals_full_causal_pass():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    x = _normal(2, 7, 8)
+    full = layer(x, x, attention_mask=masks.causal_mask(7)[None])
+
+    @tf.function(jit_compile=True)
+    def step(token, cache, index):
+        return layer(
+            token, token, attention_mask=masks.causal_mask(1, 7, index)[None],
+            cache=cache, cache_update_index=index,
+        )
+
+    cache = tf.zeros((2, 2, 7, 2, 4))
+    outputs = []
+    for t in range(7):
+        out, cache = step(x[:, t:t + 1], cache, tf.constant(t))
+        outputs.append(out)
+    assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
+    # Prefill 3 tokens at once, then one by one: same again.
+    out, cache = layer(
+        x[:, :3], x[:, :3], attention_mask=masks.causal_mask(3, 7)[None],
+        cache=tf.zeros((2, 2, 7, 2, 4)), cache_update_index=0,
+    )
+    assert_allclose(out, full[:, :3], atol=1e-5)
+
+
+def test_cross_attention_cache_equals_recomputation():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    query, source = _normal(2, 3, 8), _normal(2, 5, 6)
+    mask = np.array([[[1, 1, 1, 0, 0]], [[1, 1, 1, 1, 1]]], bool)
+    expected = layer(query, source, attention_mask=mask)
+    cache = layer.compute_key_value_cache(source)
+    out, same_cache = layer(query, query, attention_mask=mask, cache=cache)
+    assert_allclose(out, expected, atol=1e-6)
+    assert same_cache is cache
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_fully_masked_rows_are_zero_with_finite_gradients(dtype):
+    layer = MultiHeadAttention(num_heads=2, key_dim=4, dtype=dtype)
+    x = tf.constant(_normal(2, 4, 8))
+    mask = np.ones((2, 4, 4), bool)
+    mask[0, 1] = False
+    mask[1] = False  # a whole sequence with nothing to see
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        out, weights = layer(x, x, attention_mask=mask, return_attention_scores=True)
+        loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2)
+    assert np.all(np.isfinite(out.numpy().astype(np.float32)))
+    np.testing.assert_array_equal(out.numpy()[0, 1], 0.0)
+    np.testing.assert_array_equal(out.numpy()[1], 0.0)
+    np.testing.assert_array_equal(weights.numpy()[0, :, 1], 0.0)
+    for gradient in [tape.gradient(loss, x)] + tape.gradient(loss, layer.trainable_weights):
+        assert np.all(np.isfinite(np.asarray(gradient, np.float32)))
+
+
+def test_dropout_only_in_training():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.5)
+    x = _normal(2, 5, 8)
+    assert_allclose(layer(x, x), layer(x, x, training=False), atol=0.0)
+    assert not np.allclose(layer(x, x, training=True), layer(x, x))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_heads": 0, "key_dim": 4}, "num_heads"),
+        ({"num_heads": 2.5, "key_dim": 4}, "num_heads"),
+        ({"num_heads": 2, "key_dim": -1}, "key_dim"),
+        ({"num_heads": 2, "key_dim": 4, "value_dim": 0}, "value_dim"),
+        ({"num_heads": 2, "key_dim": 4, "dropout": 1.0}, "dropout"),
+        ({"num_heads": 2, "key_dim": 4, "scale": 0.0}, "scale"),
+    ],
+)
+def test_bad_configuration_names_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MultiHeadAttention(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "mask_shape, message",
+    [((2, 5), "rank 3"), ((2, 4, 4), "T=5"), ((2, 5, 3), "S=4")],
+)
+def test_bad_attention_mask_shape(mask_shape, message):
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    with pytest.raises(ValueError, match=message):
+        layer(_normal(2, 5, 8), _normal(2, 4, 8), attention_mask=np.ones(mask_shape, bool))
+
+
+def test_cache_needs_equal_key_and_value_dims():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4, value_dim=3)
+    x = _normal(1, 1, 8)
+    layer(x, x)
+    with pytest.raises(ValueError, match="value_dim == key_dim"):
+        layer(x, x, cache=tf.zeros((1, 2, 4, 2, 4)), cache_update_index=0)

@@ -1,0 +1,122 @@
+"""What the encoder and decoder blocks share: config, feed-forward, residuals."""
+
+import keras
+from tfnlp.layers import _validation
+from tfnlp.layers.multi_head_attention import MultiHeadAttention
+
+
+class TransformerBlockBase(keras.layers.Layer):
+    """Shared constructor, sublayer factories and config of the blocks."""
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.0,
+        activation="relu",
+        layer_norm_epsilon=1e-5,
+        norm_first=False,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        self.intermediate_dim = _validation.positive_int("intermediate_dim", intermediate_dim)
+        self.dropout = _validation.rate("dropout", dropout)
+        try:
+            self.activation = keras.activations.get(activation)
+        except (ValueError, TypeError) as error:
+            raise ValueError(
+                f"`activation` must name a Keras activation, got {activation!r}."
+            ) from error
+        self.layer_norm_epsilon = _validation.positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        self.norm_first = bool(norm_first)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def _hidden_dim(self, name, shape):
+        hidden_dim = _validation.last_dim(name, shape)
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"The hidden size of `{name}` ({hidden_dim}) must be divisible by "
+                f"`num_heads` ({self.num_heads})."
+            )
+        return hidden_dim
+
+    def _common(self):
+        return {
+            "kernel_initializer": self.kernel_initializer,
+            "bias_initializer": self.bias_initializer,
+            "dtype": self.dtype_policy,
+        }
+
+    def _build_attention(self, name, hidden_dim, query_shape, value_shape):
+        attention = MultiHeadAttention(
+            num_heads=self.num_heads,
+            key_dim=hidden_dim // self.num_heads,
+            dropout=self.dropout,
+            name=name,
+            **self._common(),
+        )
+        attention.build(query_shape, value_shape)
+        norm = self._build_norm(f"{name}_norm", query_shape)
+        dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        return attention, norm, dropout
+
+    def _build_norm(self, name, shape):
+        norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        norm.build(shape)
+        return norm
+
+    def _build_feedforward(self, hidden_dim, shape):
+        self._intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            activation=self.activation,
+            name="intermediate_dense",
+            **self._common(),
+        )
+        self._intermediate_dense.build(shape)
+        self._output_dense = keras.layers.Dense(hidden_dim, name="output_dense", **self._common())
+        self._output_dense.build(tuple(shape[:-1]) + (self.intermediate_dim,))
+        self._feedforward_norm = self._build_norm("feedforward_norm", shape)
+        self._feedforward_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+
+    def _residual(self, x, sublayer, norm, dropout, training):
+        """Post-LN `norm(x + f(x))` or pre-LN `x + f(norm(x))`.
+
+        `sublayer` returns `(output, extra)`; `extra` is passed through.
+        """
+        y, extra = sublayer(norm(x) if self.norm_first else x)
+        x = x + dropout(y, training=training)
+        return (x if self.norm_first else norm(x)), extra
+
+    def _feedforward(self, x, training):
+        def sublayer(h):
+            return self._output_dense(self._intermediate_dense(h)), None
+
+        x, _ = self._residual(
+            x, sublayer, self._feedforward_norm, self._feedforward_dropout, training
+        )
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "activation": keras.activations.serialize(self.activation),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "norm_first": self.norm_first,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config

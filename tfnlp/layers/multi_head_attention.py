@@ -1,0 +1,309 @@
+"""Multi-head attention with explicit and implicit masks and a key/value cache."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from tfnlp.layers import _validation
+from tfnlp.layers import masks as masks_lib
+from tfnlp.layers._keras_masks import keras_mask
+from tfnlp.layers._keras_masks import without_keras_mask
+
+
+def _check_attention_mask(attention_mask, query_length, key_length):
+    """Checks a `(B, T, S)` mask against the static query and key lengths."""
+    shape = attention_mask.shape
+    if shape.rank is not None and shape.rank != 3:
+        raise ValueError(
+            "`attention_mask` must have shape (B, T, S) (rank 3), got shape "
+            f"{shape}."
+        )
+    if shape.rank is None:
+        return
+    for axis, expected, what in ((1, query_length, "T"), (2, key_length, "S")):
+        size = shape[axis]
+        if size is not None and expected is not None and size not in (1, expected):
+            raise ValueError(
+                f"`attention_mask` has shape {shape}, but its axis {axis} must be "
+                f"{what}={expected} (or 1 to broadcast)."
+            )
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product attention.
+
+    `softmax(Q Kᵀ · scale + M) V` in `num_heads` heads, with query, key, value
+    and output projections laid out as in `keras.layers.MultiHeadAttention`
+    (kernels `(D, H, key_dim)` and `(H, value_dim, D_out)`), so weights copy
+    one to one between the two.
+
+    Masks: `attention_mask` `(B, T, S)` (True = may attend; a size-1 axis
+    broadcasts), and the Keras implicit masks of `query` `(B, T)`, `value` and
+    `key` `(B, S)` (e.g. from `Embedding(mask_zero=True)`), combined with a
+    logical AND exactly as Keras does (`query_mask[:, :, None] &
+    value_mask[:, None, :]`). A query row whose every key is masked gets all
+    attention weights 0 and an output of exactly 0 (Keras gives such rows a
+    uniform average instead); its gradients are finite too.
+
+    Cache: for incremental decoding pass `cache` `(B, 2, S_max, H, key_dim)`
+    (keys then values, as `tf.zeros` to start) and `cache_update_index`, the
+    position of the first new token. The new keys and values are written into
+    the cache in place of slots `index .. index + T - 1` and the queries attend
+    over all `S_max` slots, so shapes stay static under `tf.function` and XLA.
+    The caller masks the unwritten slots with `attention_mask`, e.g.
+    `masks.causal_mask(T, S_max, index)`. With `cache_update_index=None` the
+    cache is used as it is (cross-attention over an encoder output projected
+    once with `compute_key_value_cache`). Caching needs `value_dim == key_dim`.
+
+    Args:
+        num_heads: int, number of attention heads `H`.
+        key_dim: int, size of each head for query and key.
+        value_dim: int, size of each head for value; defaults to `key_dim`.
+        output_dim: int, size of the output; defaults to the query's last
+            dimension.
+        dropout: float in [0, 1), dropout rate on the attention weights.
+        use_bias: bool, whether the projections have biases.
+        scale: float, the factor applied to `Q Kᵀ`; defaults to
+            `1 / sqrt(key_dim)`.
+        kernel_initializer: initializer of the projection kernels.
+        bias_initializer: initializer of the projection biases.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: tensor `(B, T, D_q)`.
+        value: tensor `(B, S, D_v)`.
+        key: optional tensor `(B, S, D_k)`; defaults to `value`.
+        query_mask, value_mask, key_mask: optional `(B, T)` / `(B, S)` masks.
+            Keras fills them from the inputs' implicit masks; pass them only
+            to override.
+        attention_mask: optional bool or int tensor `(B, T, S)`.
+        cache: optional tensor `(B, 2, S_max, H, key_dim)`, see above.
+        cache_update_index: optional int or scalar int tensor, see above.
+        return_attention_scores: bool, also return the attention weights.
+        training: bool, whether dropout is active.
+
+    Returns:
+        `output` `(B, T, D_out)`; `(output, weights)` with
+        `return_attention_scores=True`, weights `(B, H, T, S)`;
+        `(output, updated_cache)` when `cache` is given.
+
+    Example:
+
+    >>> x = keras.ops.ones((2, 6, 16))
+    >>> mha = MultiHeadAttention(num_heads=4, key_dim=4)
+    >>> mha(x, x).shape
+    TensorShape([2, 6, 16])
+    >>> causal = tfnlp.layers.masks.causal_mask(6)[None]  # (1, T, S)
+    >>> mha(x, x, attention_mask=causal).shape
+    TensorShape([2, 6, 16])
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017, section 3.2.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        output_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        scale=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        self.key_dim = _validation.positive_int("key_dim", key_dim)
+        self.value_dim = _validation.positive_int("value_dim", value_dim, allow_none=True)
+        self.output_dim = _validation.positive_int("output_dim", output_dim, allow_none=True)
+        self.dropout = _validation.rate("dropout", dropout)
+        self.use_bias = bool(use_bias)
+        self.scale = _validation.positive_float("scale", scale, allow_none=True)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    @property
+    def _value_dim(self):
+        return self.value_dim or self.key_dim
+
+    @property
+    def _scale(self):
+        return self.scale if self.scale is not None else 1.0 / math.sqrt(self.key_dim)
+
+    def _projection(self, name, head_dim):
+        return keras.layers.EinsumDense(
+            "btd,dnh->btnh",
+            output_shape=(None, self.num_heads, head_dim),
+            bias_axes="nh" if self.use_bias else None,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        query_size = _validation.last_dim("query", query_shape)
+        value_size = _validation.last_dim("value", value_shape)
+        key_size = value_size if key_shape is None else _validation.last_dim("key", key_shape)
+        self._query_dense = self._projection("query", self.key_dim)
+        self._query_dense.build((None, None, query_size))
+        self._key_dense = self._projection("key", self.key_dim)
+        self._key_dense.build((None, None, key_size))
+        self._value_dense = self._projection("value", self._value_dim)
+        self._value_dense.build((None, None, value_size))
+        self._output_dense = keras.layers.EinsumDense(
+            "btnh,nhd->btd",
+            output_shape=(None, self.output_dim or query_size),
+            bias_axes="d" if self.use_bias else None,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name="attention_output",
+        )
+        self._output_dense.build((None, None, self.num_heads, self._value_dim))
+        self._dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self.built = True
+
+    def compute_key_value_cache(self, value, key=None):
+        """Projects `key`/`value` once into a `(B, 2, S, H, key_dim)` cache.
+
+        Pass the result as `cache` with `cache_update_index=None` to attend
+        over a fixed sequence (e.g. an encoder output) at every decoding step
+        without projecting it again.
+        """
+        self._check_cacheable()
+        key = value if key is None else key
+        return tf.stack([self._key_dense(key), self._value_dense(value)], axis=1)
+
+    def _check_cacheable(self):
+        if self._value_dim != self.key_dim:
+            raise ValueError(
+                "A key/value cache needs `value_dim == key_dim`, got "
+                f"value_dim={self._value_dim}, key_dim={self.key_dim}."
+            )
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_mask=None,
+        cache=None,
+        cache_update_index=None,
+        return_attention_scores=False,
+        training=None,
+    ):
+        if cache is not None and return_attention_scores:
+            raise ValueError(
+                "`return_attention_scores=True` is not supported together with "
+                "`cache`; call without the cache to inspect attention weights."
+            )
+        if query_mask is None:
+            query_mask = keras_mask(query)
+        if value_mask is None:
+            value_mask = keras_mask(value)
+        if key is None:
+            key = value
+        elif key_mask is None:
+            key_mask = keras_mask(key)
+        query, key, value = (without_keras_mask(x) for x in (query, key, value))
+
+        query_proj = self._query_dense(query)  # (B, T, H, K)
+        if cache is None:
+            key_proj = self._key_dense(key)  # (B, S, H, K)
+            value_proj = self._value_dense(value)  # (B, S, H, V)
+        else:
+            self._check_cacheable()
+            if cache.shape.rank is not None and cache.shape.rank != 5:
+                raise ValueError(
+                    "`cache` must have shape (B, 2, S_max, num_heads, key_dim), "
+                    f"got {cache.shape}."
+                )
+            key_proj, value_proj = cache[:, 0], cache[:, 1]
+            if cache_update_index is not None:
+                key_proj = _update_positions(key_proj, self._key_dense(key), cache_update_index)
+                value_proj = _update_positions(
+                    value_proj, self._value_dense(value), cache_update_index
+                )
+                cache = tf.stack([key_proj, value_proj], axis=1)
+
+        if attention_mask is not None:
+            attention_mask = tf.convert_to_tensor(attention_mask)
+            _check_attention_mask(attention_mask, query.shape[1], key_proj.shape[1])
+        mask = masks_lib.combine_masks(
+            attention_mask,
+            None if query_mask is None else tf.expand_dims(query_mask, -1),
+            None if value_mask is None else tf.expand_dims(value_mask, -2),
+            None if key_mask is None else tf.expand_dims(key_mask, -2),
+        )
+
+        query_proj = query_proj * tf.cast(self._scale, query_proj.dtype)
+        scores = tf.einsum("btnh,bsnh->bnts", query_proj, key_proj)  # (B, H, T, S)
+        # Softmax in float32: bfloat16/float16 lose too much in exp and sum.
+        scores = tf.cast(scores, tf.float32)
+        if mask is None:
+            weights = tf.nn.softmax(scores, axis=-1)
+        else:
+            mask = mask[:, None, :, :]  # (B, 1, T, S)
+            weights = tf.nn.softmax(tf.where(mask, scores, -1e9), axis=-1)
+            # Rows with no visible key: uniform weights above, zero them here.
+            weights = tf.where(mask, weights, 0.0)
+        weights = tf.cast(weights, self.compute_dtype)
+
+        dropped = self._dropout_layer(weights, training=training)
+        context = tf.einsum("bnts,bsnh->btnh", dropped, value_proj)  # (B, T, H, V)
+        output = self._output_dense(context)  # (B, T, D_out)
+        if mask is not None:
+            has_key = tf.reduce_any(mask[:, 0], axis=-1, keepdims=True)  # (B, T, 1)
+            output = output * tf.cast(has_key, output.dtype)
+
+        if cache is not None:
+            return output, cache
+        if return_attention_scores:
+            return output, weights
+        return output
+
+    def compute_mask(self, query, value, key=None, query_mask=None, **kwargs):
+        return query_mask if query_mask is not None else keras_mask(query)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "output_dim": self.output_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "scale": self.scale,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config
+
+
+def _update_positions(tensor, update, start_index):
+    """Writes `update` `(B, T, ...)` into `tensor` `(B, S, ...)` at positions
+    `start_index .. start_index + T - 1`.
+
+    Built from gather + where, which keep static shapes under XLA and are
+    stock TensorFlow ops (no XLA-only op), so an exported decoder runs in
+    TF Serving.
+    """
+    slots = tf.shape(tensor)[1]
+    offset = tf.range(slots) - tf.cast(start_index, tf.int32)  # (S,)
+    inside = (offset >= 0) & (offset < tf.shape(update)[1])
+    spread = tf.gather(update, tf.clip_by_value(offset, 0, tf.shape(update)[1] - 1), axis=1)
+    inside = tf.reshape(inside, [1, -1] + [1] * (tensor.shape.rank - 2))
+    return tf.where(inside, tf.cast(spread, tensor.dtype), tensor)

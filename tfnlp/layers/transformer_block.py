@@ -1,0 +1,111 @@
+"""Transformer encoder block."""
+
+import keras
+
+from tfnlp.layers import masks as masks_lib
+from tfnlp.layers._keras_masks import key_padding_mask
+from tfnlp.layers._keras_masks import without_keras_mask
+from tfnlp.layers._transformer_base import TransformerBlockBase
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class TransformerBlock(TransformerBlockBase):
+    """Transformer encoder block: self-attention and a position-wise FFN.
+
+    Each sublayer is wrapped in a residual connection with layer
+    normalisation: post-LN `LayerNorm(x + Sublayer(x))` as in the paper and
+    BERT (`norm_first=False`), or pre-LN `x + Sublayer(LayerNorm(x))`
+    (`norm_first=True`; put a final `LayerNormalization` after the last
+    block). The FFN is `Dense(intermediate_dim, activation) -> Dense(hidden)`.
+    The hidden size is the last dimension of the input and must be divisible
+    by `num_heads` (checked when the block is built).
+
+    Masks: `padding_mask` `(B, S)` (or the input's implicit Keras mask) hides
+    padded *keys*; padded query positions still attend to the real tokens, as
+    in BERT, and their outputs are meant to be ignored. `attention_mask`
+    `(B, T, S)` (e.g. from `tfnlp.layers.masks`) is combined with it by AND.
+
+    The block also decodes incrementally (UniLM-style generation with any
+    attention mask): pass `cache` `(B, 2, S_max, num_heads, head_dim)` and
+    `cache_update_index`, and an `attention_mask` `(B, T, S_max)` that hides
+    the unwritten slots; it then returns `(output, updated_cache)`.
+
+    Args:
+        num_heads: int, number of attention heads.
+        intermediate_dim: int, hidden size of the feed-forward network.
+        dropout: float in [0, 1), dropout on attention weights and on both
+            sublayer outputs.
+        activation: activation of the FFN (`"relu"`, `"gelu"` for BERT, ...).
+        layer_norm_epsilon: float, epsilon of the layer normalisations (BERT
+            uses 1e-12).
+        norm_first: bool, pre-LN instead of post-LN.
+        kernel_initializer: initializer of all kernels.
+        bias_initializer: initializer of all biases.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: tensor `(B, T, hidden)`.
+        padding_mask: optional bool or int tensor `(B, S)`.
+        attention_mask: optional bool or int tensor `(B, T, S)`.
+        cache: optional tensor `(B, 2, S_max, num_heads, hidden // num_heads)`.
+        cache_update_index: optional int or scalar int tensor.
+        training: bool, whether dropout is active.
+
+    Returns:
+        Tensor `(B, T, hidden)`, or `(output, updated_cache)` with `cache`.
+
+    Example:
+
+    >>> x = keras.ops.ones((2, 10, 32))
+    >>> block = TransformerBlock(num_heads=4, intermediate_dim=64, activation="gelu")
+    >>> block(x, padding_mask=keras.ops.ones((2, 10), "int32")).shape
+    TensorShape([2, 10, 32])
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017; Devlin et al.,
+        "BERT", 2019; Xiong et al., "On Layer Normalization in the
+        Transformer Architecture", 2020 (pre-LN).
+    """
+
+    def build(self, inputs_shape):
+        hidden_dim = self._hidden_dim("inputs", inputs_shape)
+        self._self_attention, self._self_attention_norm, self._self_attention_dropout = (
+            self._build_attention("self_attention", hidden_dim, inputs_shape, inputs_shape)
+        )
+        self._build_feedforward(hidden_dim, inputs_shape)
+        self.built = True
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_mask=None,
+        cache=None,
+        cache_update_index=None,
+        training=None,
+    ):
+        mask = masks_lib.combine_masks(
+            key_padding_mask(inputs, padding_mask, "padding_mask"), attention_mask
+        )
+
+        def attend(h):
+            h = without_keras_mask(h)
+            result = self._self_attention(
+                h,
+                h,
+                attention_mask=mask,
+                cache=cache,
+                cache_update_index=cache_update_index,
+                training=training,
+            )
+            return result if cache is not None else (result, None)
+
+        x, cache = self._residual(
+            without_keras_mask(inputs),
+            attend,
+            self._self_attention_norm,
+            self._self_attention_dropout,
+            training,
+        )
+        x = self._feedforward(x, training)
+        return x if cache is None else (x, cache)
