@@ -52,6 +52,7 @@ class PositionEmbedding(keras.layers.Layer):
         super().__init__(**kwargs)
         self.sequence_length = _validation.positive_int("sequence_length", sequence_length)
         self.initializer = keras.initializers.get(initializer)
+        self.supports_masking = True  # the mask of the inputs passes through
 
     def build(self, inputs_shape):
         feature_size = _validation.last_dim("inputs", inputs_shape)

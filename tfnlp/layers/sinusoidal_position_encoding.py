@@ -43,6 +43,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     def __init__(self, max_wavelength=10000.0, **kwargs):
         super().__init__(**kwargs)
         self.max_wavelength = _validation.positive_float("max_wavelength", max_wavelength)
+        self.supports_masking = True  # the mask of the inputs passes through
         self.built = True
 
     def call(self, inputs, start_index=0):

@@ -1,0 +1,30 @@
+# Two commands set everything up on a fresh machine (Python 3.11 + the package index):
+#   make demo   create .venv, install tfnlp, run the main job
+#   make test   create .venv, install tfnlp with its test extra, run the tests
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench install clean
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py --output saved_models/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/attention_benchmark.py
+	$(BIN)/python benchmarks/attention_benchmark.py --policy mixed_bfloat16
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,134 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import reference
+from tests.harness import assert_allclose, run_layer_test
+from tfnlp.layers import TransformerBlock, masks
+
+RNG = np.random.default_rng(0)
+
+
+def _normal(*shape):
+    return RNG.normal(size=shape).astype("float32")
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_harness(norm_first):
+    run_layer_test(
+        TransformerBlock,
+        {"num_heads": 2, "intermediate_dim": 16, "dropout": 0.1, "activation": "gelu",
+         "norm_first": norm_first},
+        {"inputs": _normal(2, 5, 8), "padding_mask": np.array([[1, 1, 1, 0, 0]] * 2, bool)},
+        expected_output_shape=(2, 5, 8),
+        expected_num_trainable_weights=16,
+    )
+
+
+def test_harness_with_attention_mask():
+    run_layer_test(
+        TransformerBlock,
+        {"num_heads": 2, "intermediate_dim": 16},
+        {"inputs": _normal(2, 5, 8),
+         "attention_mask": np.asarray(masks.left_to_right_mask(np.ones((2, 5))))},
+        expected_output_shape=(2, 5, 8),
+    )
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_matches_stock_keras_layers(norm_first, activation):
+    block = TransformerBlock(
+        num_heads=4, intermediate_dim=32, activation=activation, norm_first=norm_first,
+        layer_norm_epsilon=1e-12, bias_initializer="random_normal",
+    )
+    x = _normal(3, 6, 16)
+    padding = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] + [0] * 5], bool)
+    out = block(x, padding_mask=padding)
+    expected = reference.encoder_block(block, x, masks.bidirectional_mask(padding))
+    assert_allclose(out, expected, atol=1e-5)
+
+
+def test_implicit_mask_equals_explicit_padding_mask():
+    ids = np.array([[4, 5, 6, 0, 0], [1, 2, 3, 4, 5]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    explicit = block(embedding(ids).numpy(), padding_mask=ids != 0)
+    x = embedding(ids)
+    assert_allclose(block(x), explicit, atol=0.0)
+    assert x._keras_mask is not None  # the caller's tensor keeps its mask
+    inputs = keras.Input((None,), dtype="int32")
+    model = keras.Model(inputs, block(embedding(inputs)))
+    assert_allclose(model(ids), explicit, atol=1e-6)
+
+
+def test_padding_does_not_change_real_outputs():
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    short = _normal(1, 4, 8)
+    padded = np.concatenate([short, _normal(1, 3, 8) * 50], axis=1)
+    out = block(padded, padding_mask=[[1, 1, 1, 1, 0, 0, 0]])
+    assert_allclose(out[:, :4], block(short), atol=1e-5)
+
+
+def test_cached_decoding_equals_full_pass_with_a_unilm_mask():
+    # Source of 3 tokens encoded at once (bidirectional), then 4 target tokens
+    # fed one by one: UniLM seq2seq decoding.
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    x = _normal(2, 7, 8)
+    segments = np.array([[0, 0, 0, 1, 1, 1, 1]] * 2)
+    full_mask = masks.seq2seq_mask(segments)
+    full = block(x, attention_mask=full_mask)
+
+    cache = tf.zeros((2, 2, 7, 2, 4))
+    source, cache = block(
+        x[:, :3], attention_mask=full_mask[:, :3], cache=cache, cache_update_index=0
+    )
+    outputs = [source]
+    step = tf.function(
+        lambda token, mask, cache, t: block(token, attention_mask=mask, cache=cache, cache_update_index=t),
+        jit_compile=True,
+    )
+    for t in range(3, 7):
+        out, cache = step(x[:, t:t + 1], full_mask[:, t:t + 1], cache, tf.constant(t))
+        outputs.append(out)
+    assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
+
+
+def test_all_padding_sequence_is_finite():
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    x = tf.constant(_normal(2, 4, 8))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = block(x, padding_mask=np.zeros((2, 4), bool))
+    assert np.all(np.isfinite(out.numpy()))
+    assert np.all(np.isfinite(tape.gradient(out, x).numpy()))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_heads": 0, "intermediate_dim": 8}, "num_heads"),
+        ({"num_heads": 2, "intermediate_dim": 0}, "intermediate_dim"),
+        ({"num_heads": 2, "intermediate_dim": 8, "dropout": -0.1}, "dropout"),
+        ({"num_heads": 2, "intermediate_dim": 8, "activation": "no_such_fn"}, "activation"),
+        ({"num_heads": 2, "intermediate_dim": 8, "layer_norm_epsilon": 0}, "layer_norm_epsilon"),
+    ],
+)
+def test_bad_configuration_names_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerBlock(**kwargs)
+
+
+def test_hidden_size_not_divisible_by_heads():
+    block = TransformerBlock(num_heads=3, intermediate_dim=8)
+    with pytest.raises(ValueError, match=r"\(8\) must be divisible by `num_heads` \(3\)"):
+        block(tf.zeros((1, 2, 8)))
+    with pytest.raises(ValueError, match="divisible"):
+        keras.Model(keras.Input((None, 8)), block(keras.Input((None, 8))))
+
+
+def test_bad_padding_mask_rank():
+    block = TransformerBlock(num_heads=2, intermediate_dim=8)
+    with pytest.raises(ValueError, match="padding_mask"):
+        block(tf.zeros((1, 3, 8)), padding_mask=np.ones((1, 3, 3)))
