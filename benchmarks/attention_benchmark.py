@@ -101,7 +101,7 @@ def run(kind, hidden_dim, num_heads, batch, length, rounds, steps):
         "length": length,
         "tfnlp_ms": 1000 * statistics.median(ours_times),
         "keras_ms": 1000 * statistics.median(theirs_times),
-        "speedup": statistics.median(t / o for o, t in zip(ours_times, theirs_times)),
+        "speedup": statistics.median(t / o for o, t in zip(ours_times, theirs_times, strict=True)),
     }
 
 

@@ -20,7 +20,7 @@ def _first(outputs):
 
 
 def assert_allclose(actual, desired, atol=1e-5, rtol=0.0):
-    for a, d in zip(tf.nest.flatten(actual), tf.nest.flatten(desired)):
+    for a, d in zip(tf.nest.flatten(actual), tf.nest.flatten(desired), strict=True):
         np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(d, np.float32), atol=atol, rtol=rtol)
 
 
@@ -108,7 +108,7 @@ def run_layer_test(
         target = np.ones(_first(eager).shape, np.float32)
         history = train_model.fit(input_data, target, batch_size=len(target), epochs=1, verbose=0)
         assert np.isfinite(history.history["loss"][0])
-        for old, new in zip(before, layer.trainable_weights):
+        for old, new in zip(before, layer.trainable_weights, strict=True):
             assert not np.array_equal(old, new.numpy()), f"{new.path} did not train"
 
     if run_mixed_precision:

@@ -7,7 +7,7 @@ from tfnlp import datasets
 
 
 def _collect(split):
-    texts, labels = zip(*[(t.numpy(), int(l)) for t, l in datasets.load_fine_food_reviews(split)])
+    texts, labels = zip(*[(t.numpy(), int(y)) for t, y in datasets.load_fine_food_reviews(split)], strict=True)
     return texts, np.array(labels)
 
 

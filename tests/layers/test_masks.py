@@ -54,31 +54,18 @@ def test_causal_mask_with_offset():
     )
 
 
-def test_bidirectional_mask():
-    expected = [[1, 1, 1, 1, 0]] * 5
-    np.testing.assert_array_equal(_int(masks.bidirectional_mask(PAD))[0], expected)
-
-
-def test_left_to_right_mask():
-    expected = [
-        [1, 0, 0, 0, 0],
-        [1, 1, 0, 0, 0],
-        [1, 1, 1, 0, 0],
-        [1, 1, 1, 1, 0],
-        [1, 1, 1, 1, 0],
-    ]
-    np.testing.assert_array_equal(_int(masks.left_to_right_mask(PAD))[0], expected)
-
-
-def test_right_to_left_mask():
-    expected = [
-        [1, 1, 1, 1, 0],
-        [0, 1, 1, 1, 0],
-        [0, 0, 1, 1, 0],
-        [0, 0, 0, 1, 0],
-        [0, 0, 0, 0, 0],
-    ]
-    np.testing.assert_array_equal(_int(masks.right_to_left_mask(PAD))[0], expected)
+@pytest.mark.parametrize(
+    "builder, expected",
+    [
+        (masks.bidirectional_mask, ["11110"] * 5),
+        (masks.left_to_right_mask, ["10000", "11000", "11100", "11110", "11110"]),
+        (masks.right_to_left_mask, ["11110", "01110", "00110", "00010", "00000"]),
+    ],
+    ids=["bidirectional", "left_to_right", "right_to_left"],
+)
+def test_direction_masks_against_hand_written_matrices(builder, expected):
+    expected = [[int(c) for c in row] for row in expected]
+    np.testing.assert_array_equal(_int(builder(PAD))[0], expected)
 
 
 def test_seq2seq_mask_matches_the_unilm_definition():

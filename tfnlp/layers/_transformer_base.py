@@ -2,6 +2,7 @@
 
 import keras
 from tfnlp.layers import _validation
+from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -95,6 +96,29 @@ class TransformerBlockBase(keras.layers.Layer):
         y, extra = sublayer(norm(x) if self.norm_first else x)
         x = x + dropout(y, training=training)
         return (x if self.norm_first else norm(x)), extra
+
+    def _self_attention_sublayer(self, x, mask, cache, cache_update_index, training):
+        """Residual self-attention; returns `(x, updated cache or None)`."""
+
+        def attend(h):
+            h = without_keras_mask(h)
+            result = self._self_attention(
+                h,
+                h,
+                attention_mask=mask,
+                cache=cache,
+                cache_update_index=cache_update_index,
+                training=training,
+            )
+            return result if cache is not None else (result, None)
+
+        return self._residual(
+            without_keras_mask(x),
+            attend,
+            self._self_attention_norm,
+            self._self_attention_dropout,
+            training,
+        )
 
     def _feedforward(self, x, training):
         def sublayer(h):

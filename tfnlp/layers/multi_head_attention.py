@@ -126,7 +126,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.scale = _validation.positive_float("scale", scale, allow_none=True)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.supports_masking = True
+        self.supports_masking = True  # the output carries the query's mask
 
     @property
     def _value_dim(self):
@@ -273,9 +273,6 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, weights
         return output
-
-    def compute_mask(self, query, value, key=None, query_mask=None, **kwargs):
-        return query_mask if query_mask is not None else keras_mask(query)
 
     def get_config(self):
         config = super().get_config()

@@ -4,7 +4,6 @@ import keras
 
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import key_padding_mask
-from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
 
 
@@ -88,24 +87,6 @@ class TransformerBlock(TransformerBlockBase):
             key_padding_mask(inputs, padding_mask, "padding_mask"), attention_mask
         )
 
-        def attend(h):
-            h = without_keras_mask(h)
-            result = self._self_attention(
-                h,
-                h,
-                attention_mask=mask,
-                cache=cache,
-                cache_update_index=cache_update_index,
-                training=training,
-            )
-            return result if cache is not None else (result, None)
-
-        x, cache = self._residual(
-            without_keras_mask(inputs),
-            attend,
-            self._self_attention_norm,
-            self._self_attention_dropout,
-            training,
-        )
+        x, cache = self._self_attention_sublayer(inputs, mask, cache, cache_update_index, training)
         x = self._feedforward(x, training)
         return x if cache is None else (x, cache)

@@ -135,23 +135,11 @@ class TransformerDecoderBlock(TransformerBlockBase):
             causal[None], key_padding_mask(decoder_sequence, decoder_padding_mask, "decoder_padding_mask")
         )
 
-        def self_attend(h):
-            h = without_keras_mask(h)
-            result = self._self_attention(
-                h,
-                h,
-                attention_mask=self_mask,
-                cache=self_attention_cache,
-                cache_update_index=self_attention_cache_update_index,
-                training=training,
-            )
-            return result if self_attention_cache is not None else (result, None)
-
-        x, cache = self._residual(
-            without_keras_mask(decoder_sequence),
-            self_attend,
-            self._self_attention_norm,
-            self._self_attention_dropout,
+        x, cache = self._self_attention_sublayer(
+            decoder_sequence,
+            self_mask,
+            self_attention_cache,
+            self_attention_cache_update_index,
             training,
         )
 
