@@ -44,6 +44,13 @@ def test_padding_mask_bad_arguments(kwargs, message):
         masks.padding_mask(**kwargs)
 
 
+def test_causal_mask_accepts_int64_tensors():
+    np.testing.assert_array_equal(
+        _int(masks.causal_mask(tf.constant(2, tf.int64), tf.constant(3, tf.int64), tf.constant(1, tf.int64))),
+        [[1, 1, 0], [1, 1, 1]],
+    )
+
+
 def test_causal_mask_with_offset():
     np.testing.assert_array_equal(
         _int(masks.causal_mask(4)),

@@ -107,10 +107,11 @@ def test_worked_example_single_head_scale_one():
     layer._output_dense.kernel.assign(np.eye(3, dtype=np.float32)[None])
     output, weights = layer(x, x, return_attention_scores=True)
     np.testing.assert_allclose(weights[0, 0, 0], [6.3379e-02, 4.6831e-01, 4.6831e-01], rtol=1e-4)
-    values = x[0] @ w_value  # [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+    values = layer._value_dense(x)[0, :, 0].numpy()  # the layer's own value vectors
+    np.testing.assert_array_equal(values, [[1, 2, 3], [2, 8, 0], [2, 6, 3]])
     np.testing.assert_allclose(output[0, 0], weights[0, 0, 0].numpy() @ values, rtol=1e-6)
-    # With the weights rounded to [0, 0.5, 0.5] as in the worked example:
-    np.testing.assert_allclose(np.array([0.0, 0.5, 0.5]) @ values, [2.0, 7.0, 1.5])
+    # The worked example rounds the weights to [0, 0.5, 0.5] and gets [2, 7, 1.5].
+    np.testing.assert_allclose(np.round(weights[0, 0, 0].numpy() * 2) / 2 @ values, [2.0, 7.0, 1.5])
     np.testing.assert_allclose(output[0, 0], [1.9366, 6.6831, 1.5951], atol=1e-3)
 
 
@@ -178,12 +179,44 @@ def test_cached_decoding_equals_full_causal_pass():
         out, cache = step(x[:, t:t + 1], cache, tf.constant(t))
         outputs.append(out)
     assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
-    # Prefill 3 tokens at once, then one by one: same again.
+    # Prefill 3 tokens at once, then one by one from that cache: same again.
     out, cache = layer(
         x[:, :3], x[:, :3], attention_mask=masks.causal_mask(3, 7)[None],
         cache=tf.zeros((2, 2, 7, 2, 4)), cache_update_index=0,
     )
-    assert_allclose(out, full[:, :3], atol=1e-5)
+    outputs = [out]
+    for t in range(3, 7):
+        out, cache = step(x[:, t:t + 1], cache, tf.constant(t))
+        outputs.append(out)
+    assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
+
+
+def test_cache_overflow_is_an_error():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    x = _normal(1, 2, 8)
+    with pytest.raises(ValueError, match="do not fit"):
+        layer(x, x, cache=tf.zeros((1, 2, 3, 2, 4)), cache_update_index=2)
+    graph = tf.function(lambda c, i: layer(x, x, cache=c, cache_update_index=i))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="exceed the cache slots"):
+        graph(tf.zeros((1, 2, 3, 2, 4)), tf.constant(2))
+
+
+def test_implicit_value_mask_is_not_applied_to_cache_slots():
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    source = embedding(np.array([[3, 4, 5, 0]]))
+    layer(source, source)
+    cache = layer.compute_key_value_cache(source)
+    token = embedding(np.array([[0]]))  # a padding token as the query
+    mask = np.array([[[1, 1, 1, 0]]], bool)
+    out, _ = layer(tf.identity(token), tf.identity(token), attention_mask=mask, cache=cache)
+    expected = layer(tf.identity(token), tf.identity(source), attention_mask=mask)
+    assert_allclose(out, expected, atol=1e-6)
+
+
+def test_compute_key_value_cache_needs_a_built_layer():
+    with pytest.raises(ValueError, match="before `compute_key_value_cache`"):
+        MultiHeadAttention(num_heads=2, key_dim=4).compute_key_value_cache(_normal(1, 2, 8))
 
 
 def test_cross_attention_cache_equals_recomputation():
@@ -197,11 +230,17 @@ def test_cross_attention_cache_equals_recomputation():
     assert same_cache is cache
 
 
-@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
-def test_fully_masked_rows_are_zero_with_finite_gradients(dtype):
+@pytest.mark.parametrize(
+    "dtype, scale", [("float32", 1), ("mixed_bfloat16", 1), ("mixed_float16", 1), ("mixed_float16", 300)]
+)
+def test_fully_masked_rows_are_zero_with_finite_gradients(dtype, scale):
+    # scale 300 makes float16 scores overflow to inf at the masked positions.
     layer = MultiHeadAttention(num_heads=2, key_dim=4, dtype=dtype)
-    x = tf.constant(_normal(2, 4, 8))
+    x = _normal(2, 4, 8)
+    x[:, 2:] *= scale
+    x = tf.constant(x)
     mask = np.ones((2, 4, 4), bool)
+    mask[:, :, 2:] = False  # the large positions are never visible
     mask[0, 1] = False
     mask[1] = False  # a whole sequence with nothing to see
     with tf.GradientTape(persistent=True) as tape:
@@ -212,6 +251,7 @@ def test_fully_masked_rows_are_zero_with_finite_gradients(dtype):
     np.testing.assert_array_equal(out.numpy()[0, 1], 0.0)
     np.testing.assert_array_equal(out.numpy()[1], 0.0)
     np.testing.assert_array_equal(weights.numpy()[0, :, 1], 0.0)
+    np.testing.assert_array_equal(weights.numpy()[1], 0.0)
     for gradient in [tape.gradient(loss, x)] + tape.gradient(loss, layer.trainable_weights):
         assert np.all(np.isfinite(np.asarray(gradient, np.float32)))
 

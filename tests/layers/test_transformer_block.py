@@ -95,6 +95,31 @@ def test_cached_decoding_equals_full_pass_with_a_unilm_mask():
     assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
 
 
+def test_cached_decoding_with_left_padding():
+    ids = np.array([[0, 0, 5, 6, 7], [3, 4, 5, 6, 7]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    padding = ids != 0
+    full = block(embedding(ids), attention_mask=masks.left_to_right_mask(padding)).numpy()
+    cache, outputs = tf.zeros((2, 2, 5, 2, 4)), []
+    for t in range(5):
+        out, cache = block(
+            embedding(ids[:, t:t + 1]), padding_mask=padding,
+            attention_mask=masks.causal_mask(1, 5, t)[None], cache=cache, cache_update_index=t,
+        )
+        outputs.append(out)
+    stepped = tf.concat(outputs, axis=1).numpy()
+    np.testing.assert_allclose(stepped[padding], full[padding], atol=1e-5)
+
+
+def test_cache_needs_an_attention_mask_and_index_needs_cache():
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    with pytest.raises(ValueError, match="attention_mask"):
+        block(_normal(1, 1, 8), cache=tf.zeros((1, 2, 3, 2, 4)), cache_update_index=0)
+    with pytest.raises(ValueError, match="without `cache`"):
+        block(_normal(1, 1, 8), cache_update_index=0)
+
+
 def test_all_padding_sequence_is_finite():
     block = TransformerBlock(num_heads=2, intermediate_dim=16)
     x = tf.constant(_normal(2, 4, 8))

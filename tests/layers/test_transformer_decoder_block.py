@@ -54,7 +54,9 @@ def test_is_causal():
     for t in range(5):
         changed = target.copy()
         changed[:, t + 1:] = _normal(1, 5 - t, 8)
-        np.testing.assert_allclose(block(changed, source).numpy()[:, :t + 1], base[:, :t + 1], atol=1e-6)
+        out = block(changed, source).numpy()
+        np.testing.assert_allclose(out[:, :t + 1], base[:, :t + 1], atol=1e-6)
+        assert not np.allclose(out[:, t + 1:], base[:, t + 1:])  # the change does arrive
 
 
 def test_implicit_masks_equal_explicit_ones():
@@ -92,6 +94,32 @@ def test_cached_decoding_equals_full_pass(with_encoder):
         out, cache = step(target[:, t:t + 1], cache, tf.constant(t))
         outputs.append(out)
     assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
+
+
+def test_cached_decoding_with_left_padding_and_masked_embeddings():
+    ids = np.array([[0, 0, 5, 6], [3, 4, 5, 6]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    full = block(embedding(ids)).numpy()  # implicit mask in the full pass
+    padding = ids != 0
+    cache = tf.zeros((2, 2, 4, 2, 4))
+    outputs = []
+    for t in range(4):
+        # The step's implicit (1-token) mask is ignored; the explicit
+        # (B, T_max) padding mask hides the padded cache slots.
+        out, cache = block(
+            embedding(ids[:, t:t + 1]), decoder_padding_mask=padding,
+            self_attention_cache=cache, self_attention_cache_update_index=t,
+        )
+        outputs.append(out)
+    stepped = tf.concat(outputs, axis=1).numpy()
+    np.testing.assert_allclose(stepped[padding], full[padding], atol=1e-5)
+
+
+def test_update_index_without_cache_is_an_error():
+    block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    with pytest.raises(ValueError, match="without"):
+        block(_normal(1, 2, 8), self_attention_cache_update_index=0)
 
 
 def test_cross_attention_needs_an_encoder_at_build():

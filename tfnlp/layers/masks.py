@@ -102,6 +102,8 @@ def causal_mask(query_length, key_length=None, query_offset=0):
     """
     if key_length is None:
         key_length = query_length
+    query_length = tf.cast(query_length, tf.int32)
+    key_length = tf.cast(key_length, tf.int32)
     rows = tf.range(query_length)[:, None] + tf.cast(query_offset, tf.int32)
     cols = tf.range(key_length)[None, :]
     return cols <= rows

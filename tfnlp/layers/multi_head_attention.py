@@ -44,8 +44,9 @@ class MultiHeadAttention(keras.layers.Layer):
     `key` `(B, S)` (e.g. from `Embedding(mask_zero=True)`), combined with a
     logical AND exactly as Keras does (`query_mask[:, :, None] &
     value_mask[:, None, :]`). A query row whose every key is masked gets all
-    attention weights 0 and an output of exactly 0 (Keras gives such rows a
-    uniform average instead); its gradients are finite too.
+    attention weights 0 and an output of exactly 0 (Keras' fused path
+    averages the values uniformly instead); its gradients are finite too,
+    also under `mixed_float16` when masked scores overflow.
 
     Cache: for incremental decoding pass `cache` `(B, 2, S_max, H, key_dim)`
     (keys then values, as `tf.zeros` to start) and `cache_update_index`, the
@@ -56,6 +57,9 @@ class MultiHeadAttention(keras.layers.Layer):
     `masks.causal_mask(T, S_max, index)`. With `cache_update_index=None` the
     cache is used as it is (cross-attention over an encoder output projected
     once with `compute_key_value_cache`). Caching needs `value_dim == key_dim`.
+    With a cache, the implicit masks of `value` and `key` are not used (they
+    describe the new tokens, not the cache slots): hide padded slots with
+    `attention_mask`. Writing past slot `S_max - 1` is an error.
 
     Args:
         num_heads: int, number of attention heads `H`.
@@ -177,6 +181,11 @@ class MultiHeadAttention(keras.layers.Layer):
         over a fixed sequence (e.g. an encoder output) at every decoding step
         without projecting it again.
         """
+        if not self.built:
+            raise ValueError(
+                "Call the layer once (or build it) before `compute_key_value_cache`: "
+                "its projections do not exist yet."
+            )
         self._check_cacheable()
         key = value if key is None else key
         return tf.stack([self._key_dense(key), self._value_dense(value)], axis=1)
@@ -216,6 +225,8 @@ class MultiHeadAttention(keras.layers.Layer):
         elif key_mask is None:
             key_mask = keras_mask(key)
         query, key, value = (without_keras_mask(x) for x in (query, key, value))
+        if cache is not None:
+            value_mask = key_mask = None
 
         query_proj = self._query_dense(query)  # (B, T, H, K)
         if cache is None:
@@ -230,6 +241,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 )
             key_proj, value_proj = cache[:, 0], cache[:, 1]
             if cache_update_index is not None:
+                _check_cache_room(cache_update_index, query.shape[1], key_proj.shape[1])
                 key_proj = _update_positions(key_proj, self._key_dense(key), cache_update_index)
                 value_proj = _update_positions(
                     value_proj, self._value_dense(value), cache_update_index
@@ -252,9 +264,9 @@ class MultiHeadAttention(keras.layers.Layer):
         scores = tf.cast(scores, tf.float32)
         if mask is not None:
             mask = mask[:, None, :, :]  # (B, 1, T, S)
-            # Additive bias: exp(-1e9 - max) is exactly 0 in float32, and its
-            # gradient is cheaper than a select's.
-            scores += tf.cast(tf.logical_not(mask), tf.float32) * -1e9
+            # A select, not an additive bias: a masked float16 score that
+            # overflowed to inf must not survive as inf - 1e9 = inf.
+            scores = tf.where(mask, scores, -1e9)
         weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
 
         dropped = self._dropout_layer(weights, training=training)
@@ -264,9 +276,9 @@ class MultiHeadAttention(keras.layers.Layer):
             # A row with no visible key got uniform weights above; it sees
             # nothing, so its output (and returned weights) are zero.
             has_key = tf.reduce_any(mask, axis=-1, keepdims=True)  # (B, 1, T, 1)
-            output = output * tf.cast(has_key[:, 0], output.dtype)
+            output = tf.where(has_key[:, 0], output, tf.zeros((), output.dtype))
             if return_attention_scores:
-                weights = weights * tf.cast(has_key, weights.dtype)
+                weights = tf.where(has_key, weights, tf.zeros((), weights.dtype))
 
         if cache is not None:
             return output, cache
@@ -292,6 +304,16 @@ class MultiHeadAttention(keras.layers.Layer):
         return config
 
 
+def _check_cache_room(start_index, new_length, slots):
+    """Fails when tokens `start_index .. start_index + new_length - 1` overflow the cache."""
+    if isinstance(start_index, int) and new_length is not None and slots is not None:
+        if start_index < 0 or start_index + new_length > slots:
+            raise ValueError(
+                f"`cache_update_index` ({start_index}) + {new_length} new tokens do not fit "
+                f"the cache's {slots} slots."
+            )
+
+
 def _update_positions(tensor, update, start_index):
     """Writes `update` `(B, T, ...)` into `tensor` `(B, S, ...)` at positions
     `start_index .. start_index + T - 1`.
@@ -301,7 +323,12 @@ def _update_positions(tensor, update, start_index):
     TF Serving.
     """
     slots = tf.shape(tensor)[1]
-    offset = tf.range(slots) - tf.cast(start_index, tf.int32)  # (S,)
+    start_index = tf.cast(start_index, tf.int32)
+    tf.debugging.assert_less_equal(
+        start_index + tf.shape(update)[1], slots,
+        message="MultiHeadAttention: cache_update_index + new tokens exceed the cache slots",
+    )
+    offset = tf.range(slots) - start_index  # (S,)
     inside = (offset >= 0) & (offset < tf.shape(update)[1])
     spread = tf.gather(update, tf.clip_by_value(offset, 0, tf.shape(update)[1] - 1), axis=1)
     inside = tf.reshape(inside, [1, -1] + [1] * (tensor.shape.rank - 2))

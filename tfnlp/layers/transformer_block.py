@@ -27,7 +27,9 @@ class TransformerBlock(TransformerBlockBase):
     The block also decodes incrementally (UniLM-style generation with any
     attention mask): pass `cache` `(B, 2, S_max, num_heads, head_dim)` and
     `cache_update_index`, and an `attention_mask` `(B, T, S_max)` that hides
-    the unwritten slots; it then returns `(output, updated_cache)`.
+    the unwritten slots; it then returns `(output, updated_cache)`. With a
+    cache, `padding_mask` must cover the `S_max` slots and the input's
+    implicit mask is not used.
 
     Args:
         num_heads: int, number of attention heads.
@@ -83,8 +85,17 @@ class TransformerBlock(TransformerBlockBase):
         cache_update_index=None,
         training=None,
     ):
+        if cache is not None and attention_mask is None:
+            raise ValueError(
+                "`attention_mask` (B, T, S_max) is required with `cache`: it must hide "
+                "the cache slots not written yet (e.g. masks.causal_mask(T, S_max, index))."
+            )
+        if cache is None and cache_update_index is not None:
+            raise ValueError("`cache_update_index` was given without `cache`.")
+        # With a cache the implicit mask covers the new tokens, not the slots.
+        implicit_source = inputs if cache is None else None
         mask = masks_lib.combine_masks(
-            key_padding_mask(inputs, padding_mask, "padding_mask"), attention_mask
+            key_padding_mask(implicit_source, padding_mask, "padding_mask"), attention_mask
         )
 
         x, cache = self._self_attention_sublayer(inputs, mask, cache, cache_update_index, training)

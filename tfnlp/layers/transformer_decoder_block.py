@@ -21,7 +21,9 @@ class TransformerDecoderBlock(TransformerBlockBase):
 
     Masks: the causal mask is always applied. `decoder_padding_mask` `(B, T)`
     and `encoder_padding_mask` `(B, S)` (or the implicit Keras masks of the
-    two sequences) hide padded keys.
+    two sequences) hide padded keys. When decoding with a cache,
+    `decoder_padding_mask` covers the `T_max` cache slots and the implicit
+    mask of `decoder_sequence` is not used.
 
     Incremental decoding: pass `self_attention_cache`
     `(B, 2, T_max, num_heads, head_dim)` (zeros to start) with
@@ -118,8 +120,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
         if has_encoder:
             self._require_cross_attention()
         if self_attention_cache is None:
-            length = tf.shape(decoder_sequence)[1]
-            causal = masks_lib.causal_mask(length)
+            if self_attention_cache_update_index is not None:
+                raise ValueError(
+                    "`self_attention_cache_update_index` was given without "
+                    "`self_attention_cache`."
+                )
+            causal = masks_lib.causal_mask(tf.shape(decoder_sequence)[1])
         else:
             if self_attention_cache_update_index is None:
                 raise ValueError(
@@ -131,8 +137,11 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 tf.shape(self_attention_cache)[2],
                 self_attention_cache_update_index,
             )
+        # With a cache the implicit mask covers the new tokens, not the slots.
+        implicit_source = decoder_sequence if self_attention_cache is None else None
         self_mask = masks_lib.combine_masks(
-            causal[None], key_padding_mask(decoder_sequence, decoder_padding_mask, "decoder_padding_mask")
+            causal[None],
+            key_padding_mask(implicit_source, decoder_padding_mask, "decoder_padding_mask"),
         )
 
         x, cache = self._self_attention_sublayer(

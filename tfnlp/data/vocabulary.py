@@ -1,0 +1,161 @@
+"""WordPiece vocabularies: learn one from text, save and load `vocab.txt`."""
+
+import collections
+import os
+
+import keras
+import tensorflow as tf
+from tensorflow_text.python.ops import bert_tokenizer
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def _text_batches(texts, batch_size):
+    """Batches of scalar strings from a dataset of strings or of documents."""
+    if isinstance(texts, tf.data.Dataset):
+        spec = texts.element_spec
+        if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string:
+            raise ValueError(
+                "`texts` must be a dataset of tf.string tensors (texts or documents), "
+                f"got element_spec {spec}."
+            )
+        if spec.shape.rank:
+            texts = texts.unbatch() if spec.shape.rank == 1 else texts.rebatch(-1)
+        return texts.batch(batch_size)
+    texts = list(texts)
+    if not all(isinstance(t, (str, bytes)) for t in texts):
+        raise ValueError("`texts` must be a tf.data.Dataset or an iterable of strings.")
+    return tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string)).batch(batch_size)
+
+
+def count_words(texts, lower_case=True, batch_size=1024, progress=True):
+    """Counts BERT "words" (CJK characters count as one word each).
+
+    Args:
+        texts: a `tf.data.Dataset` of scalar strings or of 1-D string tensors
+            (documents), or an iterable of Python strings.
+        lower_case: bool, lower-case and strip accents first (uncased BERT).
+        batch_size: int, texts tokenized at once.
+        progress: bool, show a progress bar (texts and words counted).
+
+    Returns:
+        A `collections.Counter` of words (`str`).
+    """
+    splitter = bert_tokenizer.BasicTokenizer(lower_case=lower_case)
+    words = _text_batches(texts, batch_size).map(
+        lambda batch: splitter.tokenize(batch).flat_values,
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
+    counts = collections.Counter()
+    bar = keras.utils.Progbar(None, unit_name="batch") if progress else None
+    num_words = 0
+    for step, batch in enumerate(words.as_numpy_iterator(), 1):
+        counts.update(batch)
+        num_words += len(batch)
+        if bar is not None:
+            bar.update(step, values=[("words", num_words)], finalize=False)
+    if bar is not None:
+        bar.update(step if counts else 0, values=[("words", num_words)], finalize=True)
+    return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()})
+
+
+def learn_wordpiece_vocabulary(
+    texts,
+    vocabulary_size,
+    lower_case=True,
+    reserved_tokens=SPECIAL_TOKENS,
+    max_unique_characters=None,
+    output_path=None,
+    progress=True,
+):
+    """Learns a WordPiece vocabulary with tensorflow-text's learner.
+
+    Text is split into words as BERT does (whitespace, punctuation, and every
+    CJK character on its own, as in BERT-Chinese), then the learner picks the
+    word pieces. The reserved tokens come first, so with the defaults
+    `[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4`.
+
+    Args:
+        texts: a `tf.data.Dataset` of scalar strings or of 1-D string tensors
+            (documents), or an iterable of Python strings.
+        vocabulary_size: int, the target size (the result may be a little
+            smaller; it is never larger).
+        lower_case: bool, lower-case and strip accents (use the same value for
+            the tokenizer).
+        reserved_tokens: tokens placed first, in order.
+        max_unique_characters: int, the alphabet size kept; rarer characters
+            become `[UNK]`. Defaults to `max(1000, vocabulary_size // 2)`, room
+            for the thousands of characters of Chinese text.
+        output_path: optional path of a `vocab.txt` to write.
+        progress: bool, show a progress bar while counting words.
+
+    Returns:
+        The vocabulary, a list of strings.
+
+    Example:
+
+    >>> texts = ["the cat sat on the mat", "the dog sat", "春眠不觉晓"] * 20
+    >>> vocabulary = learn_wordpiece_vocabulary(texts, 60, progress=False)
+    >>> vocabulary[:5], "the" in vocabulary, "春" in vocabulary
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True, True)
+    """
+    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, int):
+        raise ValueError(f"`vocabulary_size` must be an int, got {vocabulary_size!r}.")
+    if vocabulary_size <= len(reserved_tokens):
+        raise ValueError(
+            f"`vocabulary_size` ({vocabulary_size}) must exceed the number of "
+            f"`reserved_tokens` ({len(reserved_tokens)})."
+        )
+    counts = count_words(texts, lower_case=lower_case, progress=progress)
+    if not counts:
+        raise ValueError("`texts` contains no words: cannot learn a vocabulary.")
+    vocabulary = learner.learn(
+        counts.items(),
+        vocabulary_size,
+        list(reserved_tokens),
+        max_unique_chars=max_unique_characters or max(1000, vocabulary_size // 2),
+        lower_thresh=1,
+    )
+    if output_path is not None:
+        save_vocabulary(vocabulary, output_path)
+    return vocabulary
+
+
+def save_vocabulary(vocabulary, path):
+    """Writes `vocabulary` as `vocab.txt`: one token per line, in id order."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("".join(f"{token}\n" for token in vocabulary))
+    os.replace(tmp, path)  # never leaves a half-written vocabulary behind
+
+
+def load_vocabulary(path):
+    """Reads a `vocab.txt` (ours or a released BERT one) into a list.
+
+    Raises:
+        ValueError: the file is empty, not UTF-8, or has empty or duplicated
+            tokens; the message names the file and the lines.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            tokens = f.read().split("\n")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"Vocabulary file {path} is not UTF-8 text: {error}.") from error
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    tokens = [t.rstrip("\r") for t in tokens]
+    if not tokens:
+        raise ValueError(f"Vocabulary file {path} is empty.")
+    empty = [i + 1 for i, t in enumerate(tokens) if not t.strip()]
+    if empty:
+        raise ValueError(f"Vocabulary file {path} has empty tokens on lines {empty[:10]}.")
+    seen, duplicates = set(), []
+    for i, t in enumerate(tokens):
+        if t in seen:
+            duplicates.append(f"{t!r} (line {i + 1})")
+        seen.add(t)
+    if duplicates:
+        raise ValueError(f"Vocabulary file {path} repeats tokens: {', '.join(duplicates[:10])}.")
+    return tokens

@@ -1,0 +1,141 @@
+"""In-graph WordPiece tokenizer on tensorflow-text's FastBertTokenizer."""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tfnlp.data import vocabulary as vocabulary_lib
+from tfnlp.data._preprocessing_layer import PreprocessingLayer
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class WordPieceTokenizer(PreprocessingLayer):
+    """Raw text to WordPiece ids, in-graph, with BERT's normalisation.
+
+    Built on `tensorflow_text.FastBertTokenizer` (linear-time WordPiece, no
+    lookup-table resource, so it exports cleanly in a SavedModel). Text is
+    split as BERT does — whitespace, punctuation, every CJK character on its
+    own — then into word pieces; words with no piece in the vocabulary become
+    `[UNK]`. Works on a vocabulary learned by `learn_wordpiece_vocabulary` or
+    a released BERT `vocab.txt`.
+
+    Bad input never fails: bytes that are not valid UTF-8 are replaced by
+    U+FFFD (which becomes `[UNK]`); control characters are dropped as BERT
+    drops them; empty or whitespace-only text gives no tokens; text longer
+    than `max_input_bytes` is cut there first (at a character boundary), so
+    the cost of one input is bounded.
+
+    Args:
+        vocabulary: list of tokens, or the path of a `vocab.txt`. It must
+            contain `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
+        lower_case: bool, lower-case and strip accents (uncased BERT).
+        max_input_bytes: int, the longest text (in UTF-8 bytes) tokenized.
+        **kwargs: base layer arguments (`name`, ...).
+
+    Call arguments:
+        inputs: `tf.string` tensor of any shape `(...)`.
+
+    Returns:
+        `tf.RaggedTensor` of int32 ids, shape `(..., None)`.
+
+    Example:
+
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "猫"]
+    >>> tokenizer = WordPieceTokenizer(vocab)
+    >>> tokenizer(tf.constant(["The cats", "猫!"])).to_list()
+    [[5, 6, 7], [8, 1]]
+    >>> tokenizer.detokenize(tf.constant([[2, 5, 6, 7, 3, 0]])).numpy()
+    array([b'the cats'], dtype=object)
+    """
+
+    def __init__(self, vocabulary, lower_case=True, max_input_bytes=100_000, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(vocabulary, (str, bytes)):
+            vocabulary = vocabulary_lib.load_vocabulary(vocabulary)
+        vocabulary = list(vocabulary)
+        missing = [t for t in vocabulary_lib.SPECIAL_TOKENS if t not in vocabulary]
+        if missing:
+            raise ValueError(f"`vocabulary` lacks the special tokens {missing}.")
+        if len(set(vocabulary)) != len(vocabulary):
+            raise ValueError("`vocabulary` has duplicated tokens.")
+        if isinstance(max_input_bytes, bool) or not isinstance(max_input_bytes, int) or max_input_bytes <= 0:
+            raise ValueError(f"`max_input_bytes` must be a positive int, got {max_input_bytes!r}.")
+        self.vocabulary = vocabulary
+        self.lower_case = bool(lower_case)
+        self.max_input_bytes = max_input_bytes
+        self._index = {token: i for i, token in enumerate(vocabulary)}
+        self._tokenizer = tf_text.FastBertTokenizer(
+            vocab=vocabulary,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            lower_case_nfd_strip_accents=self.lower_case,
+            support_detokenization=True,
+        )
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            self._index[t] for t in vocabulary_lib.SPECIAL_TOKENS
+        )
+        self._special_ids = tf.constant(
+            [self.pad_id, self.cls_id, self.sep_id, self.mask_id], tf.int32
+        )
+
+    def vocabulary_size(self):
+        """The number of tokens in the vocabulary."""
+        return len(self.vocabulary)
+
+    def get_vocabulary(self):
+        """The vocabulary, a list of tokens in id order."""
+        return list(self.vocabulary)
+
+    def token_to_id(self, token):
+        """The id of `token`; raises `KeyError` naming it when absent."""
+        if token not in self._index:
+            raise KeyError(f"Token {token!r} is not in the vocabulary.")
+        return self._index[token]
+
+    def id_to_token(self, token_id):
+        """The token of `token_id`."""
+        if not 0 <= token_id < len(self.vocabulary):
+            raise IndexError(f"Id {token_id} is outside [0, {len(self.vocabulary)}).")
+        return self.vocabulary[token_id]
+
+    def call(self, inputs):
+        inputs = tf.convert_to_tensor(inputs)
+        if inputs.dtype != tf.string:
+            raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")
+        text = tf.strings.substr(inputs, 0, self.max_input_bytes, unit="BYTE")
+        # A cut (or the input itself) may leave broken UTF-8: replace, never fail.
+        text = tf_text.coerce_to_structurally_valid_utf8(text, replacement_char="\ufffd")
+        if text.shape.rank == 0:  # FastBertTokenizer wants a batch
+            return self._tokenizer.tokenize(text[None])[0]
+        return self._tokenizer.tokenize(text)
+
+    def detokenize(self, token_ids):
+        """Ids `(..., T)` (dense or ragged) back to text `(...)`.
+
+        `[PAD]`, `[CLS]`, `[SEP]` and `[MASK]` are left out and word pieces
+        are joined (`"cat", "##s"` -> `"cats"`); words are separated by single
+        spaces, so punctuation comes out spaced (`"hello , world"`).
+        """
+        token_ids = token_ids if isinstance(token_ids, tf.RaggedTensor) else tf.convert_to_tensor(token_ids)
+        if not isinstance(token_ids, tf.RaggedTensor):
+            token_ids = tf.RaggedTensor.from_tensor(token_ids)
+        token_ids = tf.cast(token_ids, tf.int32)
+        keep = tf.reduce_all(
+            tf.not_equal(token_ids.flat_values[:, None], self._special_ids[None, :]), axis=-1
+        )
+        kept = tf.ragged.boolean_mask(token_ids, token_ids.with_flat_values(keep))
+        # Out-of-range ids (e.g. from an untrained model) become [UNK].
+        in_range = (kept.flat_values >= 0) & (kept.flat_values < len(self.vocabulary))
+        kept = kept.with_flat_values(tf.where(in_range, kept.flat_values, self.unk_id))
+        return self._tokenizer.detokenize(kept)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary": self.vocabulary,
+                "lower_case": self.lower_case,
+                "max_input_bytes": self.max_input_bytes,
+            }
+        )
+        return config
