@@ -23,6 +23,9 @@ def test_documents_are_held_out_whole(name, total, max_shared):
 
 
 def test_load_documents_matches_read_documents():
+    import tensorflow as tf
+
+    assert datasets.load_documents("zh_poems", "test").element_spec == tf.TensorSpec([None], tf.string)
     loaded = [[s.decode() for s in doc.numpy()] for doc in datasets.load_documents("zh_poems", "test")]
     assert loaded == datasets.read_documents("zh_poems", "test")
 

@@ -11,18 +11,20 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
+def _flat_strings(x):
+    return tf.reshape(x.flat_values if isinstance(x, tf.RaggedTensor) else x, [-1])
+
+
 def _text_batches(texts, batch_size):
-    """Batches of scalar strings from a dataset of strings or of documents."""
+    """Batches of scalar strings from a dataset of strings, documents or batches."""
     if isinstance(texts, tf.data.Dataset):
         spec = texts.element_spec
-        if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string:
+        if not isinstance(spec, (tf.TensorSpec, tf.RaggedTensorSpec)) or spec.dtype != tf.string:
             raise ValueError(
                 "`texts` must be a dataset of tf.string tensors (texts or documents), "
                 f"got element_spec {spec}."
             )
-        if spec.shape.rank:
-            texts = texts.unbatch() if spec.shape.rank == 1 else texts.rebatch(-1)
-        return texts.batch(batch_size)
+        return texts.map(_flat_strings).unbatch().batch(batch_size)
     texts = list(texts)
     if not all(isinstance(t, (str, bytes)) for t in texts):
         raise ValueError("`texts` must be a tf.data.Dataset or an iterable of strings.")
@@ -80,13 +82,15 @@ def learn_wordpiece_vocabulary(
         texts: a `tf.data.Dataset` of scalar strings or of 1-D string tensors
             (documents), or an iterable of Python strings.
         vocabulary_size: int, the target size (the result may be a little
-            smaller; it is never larger).
+            smaller; it is never larger: the rarest learned pieces are dropped
+            when the learner overshoots).
         lower_case: bool, lower-case and strip accents (use the same value for
             the tokenizer).
         reserved_tokens: tokens placed first, in order.
         max_unique_characters: int, the alphabet size kept; rarer characters
-            become `[UNK]`. Defaults to `max(1000, vocabulary_size // 2)`, room
-            for the thousands of characters of Chinese text.
+            become `[UNK]`. Defaults to `max(300, vocabulary_size // 4)`: room
+            for the common characters of Chinese text (each CJK character is a
+            token of its own) while leaving most of the vocabulary to words.
         output_path: optional path of a `vocab.txt` to write.
         progress: bool, show a progress bar while counting words.
 
@@ -114,9 +118,11 @@ def learn_wordpiece_vocabulary(
         counts.items(),
         vocabulary_size,
         list(reserved_tokens),
-        max_unique_chars=max_unique_characters or max(1000, vocabulary_size // 2),
+        max_unique_chars=max_unique_characters or max(300, vocabulary_size // 4),
         lower_thresh=1,
     )
+    # The learner may overshoot by a few; its tail holds the rarest pieces.
+    vocabulary = vocabulary[:vocabulary_size]
     if output_path is not None:
         save_vocabulary(vocabulary, output_path)
     return vocabulary

@@ -121,7 +121,11 @@ def load_documents(name, split):
     b'The family of Dashwood had long been settled in Sussex.'
     """
     documents = read_documents(name, split)
-    return tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
+    dataset = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
+    # Rows of a ragged tensor arrive with a RaggedTensorSpec; make them plain tensors.
+    return dataset.map(
+        lambda d: d.to_tensor() if isinstance(d, tf.RaggedTensor) else tf.identity(d)
+    )
 
 
 @functools.lru_cache(maxsize=None)

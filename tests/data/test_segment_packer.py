@@ -1,0 +1,60 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfnlp import data
+
+
+def test_longest_first_truncation_and_layout():
+    packer = data.SegmentPacker(sequence_length=9, start_id=2, end_id=3, pad_id=0)
+    a = tf.ragged.constant([[10, 11, 12, 13, 14, 15], [10], [10, 11]])
+    b = tf.ragged.constant([[20, 21], [20, 21, 22, 23, 24, 25, 26], [20]])
+    packed = packer((a, b))
+    np.testing.assert_array_equal(packed["token_ids"], [
+        [2, 10, 11, 12, 13, 3, 20, 21, 3],   # the longer A loses tokens
+        [2, 10, 3, 20, 21, 22, 23, 24, 3],   # the longer B loses tokens
+        [2, 10, 11, 3, 20, 3, 0, 0, 0],      # both fit: padded
+    ])
+    np.testing.assert_array_equal(packed["segment_ids"][2], [0, 0, 0, 0, 1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(packed["padding_mask"][2], [1, 1, 1, 1, 1, 1, 0, 0, 0])
+    assert all(v.dtype == tf.int32 for v in packed.values())
+
+
+def test_single_segment_and_empty_segment():
+    packer = data.SegmentPacker(sequence_length=5, start_id=2, end_id=3)
+    packed = packer(tf.ragged.constant([[7, 8, 9, 10, 11, 12], []], dtype=tf.int32))
+    np.testing.assert_array_equal(packed["token_ids"], [[2, 7, 8, 9, 3], [2, 3, 0, 0, 0]])
+
+
+def test_static_shape_in_graph():
+    packer = data.SegmentPacker(sequence_length=16, start_id=2, end_id=3)
+    spec = tf.RaggedTensorSpec([None, None], tf.int32)
+    graph = tf.function(lambda a, b: packer((a, b)), input_signature=[spec, spec])
+    out = graph.get_concrete_function().structured_outputs
+    assert all(v.shape.as_list() == [None, 16] for v in out.values())
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="sequence_length"):
+        data.SegmentPacker(sequence_length=2, start_id=2, end_id=3)
+    packer = data.SegmentPacker(sequence_length=8, start_id=2, end_id=3)
+    with pytest.raises(ValueError, match="one or two"):
+        packer([tf.ragged.constant([[1]])] * 3)
+
+
+def test_preprocessor_pairs_serialization_and_functional_model(corpus_vocabulary):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 24)
+    a = tf.constant(["The cat sat on the mat.", "", "春眠不觉晓"])
+    b = tf.constant(["It was a good day.", "Only the second text.", ""])
+    packed = preprocessor((a, b))
+    assert all(v.shape == (3, 24) for v in packed.values())
+    assert packed["token_ids"][1, 1] == preprocessor.tokenizer.sep_id  # [CLS] [SEP] B [SEP]
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(preprocessor)))
+    restored = keras.saving.deserialize_keras_object(config)
+    for key, value in restored((a, b)).items():
+        np.testing.assert_array_equal(value, packed[key])
+    with pytest.raises(ValueError, match="shape \\(B,\\)"):
+        preprocessor(tf.constant([["a"]]))

@@ -1,0 +1,73 @@
+import pytest
+
+from tfnlp import data
+
+
+def test_learned_vocabulary_layout(corpus_vocabulary):
+    vocabulary = corpus_vocabulary
+    assert vocabulary[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert 3000 < len(vocabulary) <= 4000
+    assert len(set(vocabulary)) == len(vocabulary)
+    assert "the" in vocabulary and "The" not in vocabulary  # lower-cased
+    assert any(t.startswith("##") for t in vocabulary)
+    chinese = [t for t in vocabulary if any("\u4e00" <= c <= "\u9fff" for c in t)]
+    assert len(chinese) > 500  # the common characters of the poems
+    assert all(len(t.removeprefix("##")) == 1 for t in chinese)  # CJK: one character each
+
+
+def test_cased_vocabulary_keeps_case():
+    vocabulary = data.learn_wordpiece_vocabulary(["Paris is in France"] * 5, 50, lower_case=False,
+                                                 progress=False)
+    assert "Paris" in vocabulary and "paris" not in vocabulary
+
+
+def test_progress_is_shown(capsys):
+    data.learn_wordpiece_vocabulary(["one two three"] * 10, 30, progress=True)
+    assert "words" in capsys.readouterr().out
+
+
+def test_accepts_datasets_of_texts_and_of_documents():
+    import tensorflow as tf
+
+    texts = ["a b c", "b c d", "c d e"] * 4
+    from_list = data.learn_wordpiece_vocabulary(texts, 30, progress=False)
+    from_texts = data.learn_wordpiece_vocabulary(tf.data.Dataset.from_tensor_slices(texts), 30,
+                                                 progress=False)
+    documents = tf.data.Dataset.from_tensor_slices(tf.ragged.constant([texts[:5], texts[5:]]))
+    from_documents = data.learn_wordpiece_vocabulary(documents, 30, progress=False)
+    assert from_list == from_texts == from_documents
+
+
+def test_save_and_load_round_trip(tmp_path, corpus_vocabulary):
+    path = tmp_path / "sub" / "vocab.txt"
+    data.save_vocabulary(corpus_vocabulary, path)
+    assert data.load_vocabulary(path) == corpus_vocabulary
+    learned = data.learn_wordpiece_vocabulary(["x y"] * 3, 20, output_path=tmp_path / "v.txt",
+                                              progress=False)
+    assert data.load_vocabulary(tmp_path / "v.txt") == learned
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty"),
+        (b"[PAD]\n\n[UNK]\n", "empty tokens on lines \\[2\\]"),
+        (b"[PAD]\na\nb\na\n", "repeats tokens: 'a' \\(line 4\\)"),
+        (b"[PAD]\n\xff\xfe\n", "not UTF-8"),
+    ],
+)
+def test_corrupt_vocabulary_files_are_clear_errors(tmp_path, content, message):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        data.load_vocabulary(path)
+
+
+@pytest.mark.parametrize(
+    "texts, size, message",
+    [([], 100, "no words"), (["   "], 100, "no words"), (["a"], 3, "must exceed"),
+     (["a"], 10.5, "vocabulary_size"), ([1, 2], 100, "iterable of strings")],
+)
+def test_bad_learning_arguments(texts, size, message):
+    with pytest.raises(ValueError, match=message):
+        data.learn_wordpiece_vocabulary(texts, size, progress=False)

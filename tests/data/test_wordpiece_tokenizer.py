@@ -1,0 +1,141 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tfnlp import data, datasets
+
+
+def _reference(vocabulary, lower_case=True):
+    """tensorflow-text's reference (slow) BertTokenizer on the same vocabulary."""
+    table = tf.lookup.StaticVocabularyTable(
+        tf.lookup.KeyValueTensorInitializer(
+            vocabulary, tf.range(len(vocabulary), dtype=tf.int64)), num_oov_buckets=1)
+    reference = tf_text.BertTokenizer(table, lower_case=lower_case, token_out_type=tf.int64,
+                                      unknown_token="[UNK]")
+    return lambda texts: tf.cast(reference.tokenize(texts).merge_dims(-2, -1), tf.int32).to_list()
+
+
+def _corpus_samples():
+    samples = [s for d in datasets.read_documents("en_novels", "test") for s in d][:1500]
+    samples += [s for d in datasets.read_documents("zh_poems", "test") for s in d][:800]
+    samples += [t for t, _ in datasets.read_fine_food_reviews("test")][:300]
+    samples += [t for pair in datasets.read_text_pairs("bible_en_es", "test")[:300] for t in pair]
+    return samples
+
+
+def test_agrees_with_tensorflow_text_bert_tokenizer_on_bundled_corpora(corpus_vocabulary):
+    texts = tf.constant(_corpus_samples())
+    ours = data.WordPieceTokenizer(corpus_vocabulary)(texts).to_list()
+    assert ours == _reference(corpus_vocabulary)(texts)
+    assert sum(map(len, ours)) > 50_000
+
+
+def _standard_bert_vocabulary():
+    """The layout of Google's released vocab.txt: [PAD], [unused*], [UNK]=100 ..."""
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += list("!\"#$%&'(),-./:;?abcdefghijklmnopqrstuvwxyz") + ["春", "眠", "不", "觉", "晓"]
+    tokens += ["the", "un", "##aff", "##able", "running", "##ing", "run", "play", "##ed"]
+    tokens += ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
+    return tokens
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_loads_a_standard_bert_vocab_file(tmp_path, lower_case):
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(_standard_bert_vocabulary()) + "\n", encoding="utf-8")
+    tokenizer = data.WordPieceTokenizer(str(path), lower_case=lower_case)
+    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id, tokenizer.sep_id,
+            tokenizer.mask_id) == (0, 100, 101, 102, 103)
+    texts = tf.constant(["The unaffable runnings played!", "春眠不觉晓，处处闻啼鸟。", "Ünïcödé ÀB"])
+    vocabulary = _standard_bert_vocabulary()
+    assert tokenizer(texts).to_list() == _reference(vocabulary, lower_case)(texts)
+    pieces = [vocabulary[i] for i in tokenizer(tf.constant(["unaffable"]))[0].numpy()]
+    assert pieces == ["un", "##aff", "##able"]
+
+
+BAD_INPUTS = {
+    "empty": ("", []),
+    "whitespace only": (" \t\n\r  ", []),
+    "control characters are dropped": ("the\x00\x07\x1b cat", "the cat"),
+    "invalid UTF-8 becomes [UNK]": (b"the \xff\xfe cat", "the [UNK] cat"),
+    "emoji are unknown": ("the \U0001F600 cat", "the [UNK] cat"),
+    "right-to-left and combining marks": ("שלום cafe\u0301", "[UNK] cafe"),
+    "mixed scripts": ("the猫cat", "the 猫 cat"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_INPUTS)
+def test_bad_input_never_fails_and_gives_the_documented_result(name):
+    text, expected = BAD_INPUTS[name]
+    vocabulary = list(data.SPECIAL_TOKENS) + ["the", "cat", "cafe", "猫"]
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    ids = tokenizer(tf.constant([text]))[0].numpy().tolist()
+    if isinstance(expected, list):
+        assert ids == expected
+    else:
+        assert [vocabulary[i] for i in ids] == expected.split()
+
+
+def test_huge_input_is_cut_before_tokenizing():
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["ab"], max_input_bytes=1000)
+    megabyte = tf.constant(["ab " * 350_000])
+    ids = tokenizer(megabyte)
+    assert ids.shape[0] == 1 and len(ids[0]) == 334  # 1000 bytes of "ab " -> 333 words + "a"
+    cut_inside_a_character = tokenizer(tf.constant(["ab" + "猫" * 400]))  # 3-byte chars
+    assert len(cut_inside_a_character[0]) > 0
+
+
+def test_detokenize_round_trip_and_special_tokens():
+    vocabulary = list(data.SPECIAL_TOKENS) + ["the", "cat", "sat", "##s", "on", "mat"]
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    texts = tf.constant(["the cats sat on the mat", "the mat"])
+    ids = tokenizer(texts)
+    np.testing.assert_array_equal(tokenizer.detokenize(ids).numpy(), texts.numpy())
+    padded = tf.constant([[2, 5, 6, 3, 0, 0], [2, 4, 7, 3, 0, 999]])  # [MASK] and an id out of range
+    assert tokenizer.detokenize(padded).numpy().tolist() == [b"the cat", b"sat [UNK]"]
+
+
+def test_works_in_tf_data_and_tf_function(corpus_vocabulary):
+    tokenizer = data.WordPieceTokenizer(corpus_vocabulary)
+    texts = _corpus_samples()[:64]
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(16).map(tokenizer)
+    from_data = [row for batch in dataset for row in batch.to_list()]
+    graph = tf.function(tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
+    assert from_data == graph(tf.constant(texts)).to_list() == tokenizer(tf.constant(texts)).to_list()
+    assert tokenizer(tf.constant(texts[0])).numpy().tolist() == from_data[0]  # scalar input
+
+
+def test_serialization_round_trip(corpus_vocabulary):
+    tokenizer = data.WordPieceTokenizer(corpus_vocabulary, lower_case=True, max_input_bytes=500)
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(tokenizer)))
+    restored = keras.saving.deserialize_keras_object(config)
+    texts = tf.constant(_corpus_samples()[:50])
+    assert restored(texts).to_list() == tokenizer(texts).to_list()
+    assert restored.get_config() == tokenizer.get_config()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"vocabulary": ["a", "b"]}, ValueError, "lacks the special tokens"),
+        ({"vocabulary": list(data.SPECIAL_TOKENS) + ["a", "a"]}, ValueError, "duplicated"),
+        ({"vocabulary": list(data.SPECIAL_TOKENS), "max_input_bytes": 0}, ValueError, "max_input_bytes"),
+    ],
+)
+def test_bad_configuration(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        data.WordPieceTokenizer(**kwargs)
+
+
+def test_non_string_input_and_lookups():
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["a"])
+    with pytest.raises(TypeError, match="tf.string"):
+        tokenizer(tf.constant([1, 2]))
+    assert tokenizer.token_to_id("a") == 5 and tokenizer.id_to_token(5) == "a"
+    with pytest.raises(KeyError, match="'zzz'"):
+        tokenizer.token_to_id("zzz")
+    assert tokenizer.vocabulary_size() == 6

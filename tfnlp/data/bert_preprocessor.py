@@ -1,0 +1,73 @@
+"""Raw text (or text pairs) to BERT model inputs, in-graph."""
+
+import keras
+import tensorflow as tf
+
+from tfnlp.data._preprocessing_layer import PreprocessingLayer
+from tfnlp.data.segment_packer import SegmentPacker
+from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertPreprocessor(PreprocessingLayer):
+    """Tokenizes one text or a text pair and packs it for a BERT model.
+
+    `WordPieceTokenizer` followed by `SegmentPacker`: the output always has
+    the static shape `(B, sequence_length)` whatever the input lengths (long
+    texts are truncated longest-first, short ones padded), so it suits
+    `tf.data`, TPUs and exported serving signatures alike.
+
+    Args:
+        tokenizer: a `WordPieceTokenizer`.
+        sequence_length: int, the packed length.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        inputs: `tf.string` `(B,)`, or a tuple `(texts_a, texts_b)` of two.
+
+    Returns:
+        Dict of int32 `(B, sequence_length)` tensors `token_ids`,
+        `segment_ids`, `padding_mask` (see `SegmentPacker`).
+
+    Example:
+
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "food"]
+    >>> preprocessor = BertPreprocessor(WordPieceTokenizer(vocab), sequence_length=6)
+    >>> preprocessor((tf.constant(["good food"]), tf.constant(["food"])))["token_ids"].numpy()
+    array([[2, 5, 6, 3, 6, 3]], dtype=int32)
+    """
+
+    def __init__(self, tokenizer, sequence_length, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(tokenizer, dict):
+            tokenizer = keras.saving.deserialize_keras_object(tokenizer)
+        if not isinstance(tokenizer, WordPieceTokenizer):
+            raise ValueError(f"`tokenizer` must be a WordPieceTokenizer, got {type(tokenizer).__name__}.")
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.packer = SegmentPacker(
+            sequence_length,
+            start_id=tokenizer.cls_id,
+            end_id=tokenizer.sep_id,
+            pad_id=tokenizer.pad_id,
+        )
+
+    def call(self, inputs):
+        texts = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+        if not 1 <= len(texts) <= 2:
+            raise ValueError(f"`inputs` must be one text tensor or a pair, got {len(texts)}.")
+        texts = [tf.convert_to_tensor(t) for t in texts]
+        for t in texts:
+            if t.shape.rank is not None and t.shape.rank != 1:
+                raise ValueError(f"Texts must have shape (B,), got {t.shape}.")
+        return self.packer([self.tokenizer(t) for t in texts])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
+                "sequence_length": self.sequence_length,
+            }
+        )
+        return config

@@ -1,0 +1,94 @@
+"""Packs one or two token sequences into fixed-length BERT inputs."""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tfnlp.data._preprocessing_layer import PreprocessingLayer
+from tfnlp.layers import _validation
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class SegmentPacker(PreprocessingLayer):
+    """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated and padded.
+
+    Segments are truncated longest-first (the longer segment loses a token
+    until both fit), so a long first text cannot crowd out a short second
+    one. The result has the static shape `(B, sequence_length)`.
+
+    Args:
+        sequence_length: int, the packed length including special tokens.
+        start_id: int, id of `[CLS]`.
+        end_id: int, id of `[SEP]`, closing every segment.
+        pad_id: int, id of `[PAD]`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        inputs: a `tf.RaggedTensor` `(B, None)` of ids, or a tuple/list of
+            one or two of them.
+
+    Returns:
+        Dict of int32 tensors `(B, sequence_length)`: `token_ids`,
+        `segment_ids` (0 for `[CLS]`, A and its `[SEP]`; 1 for B and its
+        `[SEP]`; 0 on padding) and `padding_mask` (1 for real tokens, 0 for
+        padding; int, not bool, because `tf.distribute` cannot feed bool model
+        inputs).
+
+    Example:
+
+    >>> packer = SegmentPacker(sequence_length=8, start_id=2, end_id=3)
+    >>> a = tf.ragged.constant([[10, 11, 12, 13, 14]])
+    >>> b = tf.ragged.constant([[20]])
+    >>> packed = packer((a, b))
+    >>> packed["token_ids"].numpy()
+    array([[ 2, 10, 11, 12, 13,  3, 20,  3]], dtype=int32)
+    >>> packed["segment_ids"].numpy()
+    array([[0, 0, 0, 0, 0, 0, 1, 1]], dtype=int32)
+    """
+
+    def __init__(self, sequence_length, start_id, end_id, pad_id=0, **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = _validation.positive_int("sequence_length", sequence_length)
+        if self.sequence_length < 3:
+            raise ValueError(
+                f"`sequence_length` must be at least 3 ([CLS] x [SEP]), got {sequence_length}."
+            )
+        self.start_id = int(start_id)
+        self.end_id = int(end_id)
+        self.pad_id = int(pad_id)
+
+    def call(self, inputs):
+        segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
+        if not 1 <= len(segments) <= 2:
+            raise ValueError(f"`inputs` must hold one or two segments, got {len(segments)}.")
+        segments = [
+            s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
+            for s in segments
+        ]
+        segments = [tf.cast(s, tf.int32) for s in segments]
+        budget = self.sequence_length - 1 - len(segments)
+        trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments)
+        token_ids, segment_ids = tf_text.combine_segments(
+            trimmed, start_of_sequence_id=self.start_id, end_of_segment_id=self.end_id
+        )
+        token_ids, padding_mask = tf_text.pad_model_inputs(
+            token_ids, self.sequence_length, pad_value=self.pad_id
+        )
+        segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.sequence_length)
+        return {
+            "token_ids": tf.cast(token_ids, tf.int32),
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(padding_mask, tf.int32),
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "sequence_length": self.sequence_length,
+                "start_id": self.start_id,
+                "end_id": self.end_id,
+                "pad_id": self.pad_id,
+            }
+        )
+        return config
