@@ -29,12 +29,17 @@ def test_single_segment_and_empty_segment():
     np.testing.assert_array_equal(packed["token_ids"], [[2, 7, 8, 9, 3], [2, 3, 0, 0, 0]])
 
 
-def test_static_shape_in_graph():
+@pytest.mark.parametrize("num_segments", [1, 2])
+def test_static_shape_in_graph_with_unknown_batch(num_segments):
     packer = data.SegmentPacker(sequence_length=16, start_id=2, end_id=3)
     spec = tf.RaggedTensorSpec([None, None], tf.int32)
-    graph = tf.function(lambda a, b: packer((a, b)), input_signature=[spec, spec])
+    graph = tf.function(lambda *s: packer(s), input_signature=[spec] * num_segments)
     out = graph.get_concrete_function().structured_outputs
     assert all(v.shape.as_list() == [None, 16] for v in out.values())
+    row = tf.ragged.constant([list(range(10, 40))], tf.int32)
+    expected = packer([row] * num_segments)
+    for key, value in graph(*[row] * num_segments).items():
+        np.testing.assert_array_equal(value, expected[key])
 
 
 def test_bad_arguments():

@@ -1,7 +1,14 @@
 """In-graph text data: vocabularies, tokenizers, packing and tf.data pipelines."""
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
+from tfnlp.data.bert_pretraining import bert_pretraining_dataset
+from tfnlp.data.bert_pretraining import next_sentence_pairs
+from tfnlp.data.pipelines import classification_dataset
+from tfnlp.data.pipelines import encoder_decoder_dataset
+from tfnlp.data.pipelines import unilm_seq2seq_dataset
 from tfnlp.data.segment_packer import SegmentPacker
+from tfnlp.data.tfrecord import read_tfrecords
+from tfnlp.data.tfrecord import write_tfrecords
 from tfnlp.data.vocabulary import SPECIAL_TOKENS
 from tfnlp.data.vocabulary import count_words
 from tfnlp.data.vocabulary import learn_wordpiece_vocabulary
@@ -14,6 +21,13 @@ __all__ = [
     "SegmentPacker",
     "SPECIAL_TOKENS",
     "WordPieceTokenizer",
+    "bert_pretraining_dataset",
+    "classification_dataset",
+    "encoder_decoder_dataset",
+    "next_sentence_pairs",
+    "read_tfrecords",
+    "unilm_seq2seq_dataset",
+    "write_tfrecords",
     "count_words",
     "learn_wordpiece_vocabulary",
     "load_vocabulary",

@@ -167,7 +167,8 @@ def bert_pretraining_dataset(
 
     Everything is in-graph and statically shaped (`drop_remainder=True`), so
     the dataset feeds TPUs and XLA-compiled steps; randomness is stateless
-    and seeded, so the same `seed` gives the same batches.
+    and seeded, so the same `seed` gives the same batches. Each pass over the
+    dataset (each epoch) is shuffled anew, in an order fixed by `seed`.
 
     Args:
         documents: `tf.data.Dataset` of 1-D `tf.string` tensors (documents).

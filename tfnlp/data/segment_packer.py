@@ -67,7 +67,12 @@ class SegmentPacker(PreprocessingLayer):
         ]
         segments = [tf.cast(s, tf.int32) for s in segments]
         budget = self.sequence_length - 1 - len(segments)
-        trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments)
+        if len(segments) == 1:
+            # ShrinkLongestTrimmer fails to trace one segment of unknown batch
+            # size (tensorflow-text 2.21); for one segment it is just a cut.
+            trimmed = [segments[0][:, :budget]]
+        else:
+            trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments)
         token_ids, segment_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self.start_id, end_of_segment_id=self.end_id
         )

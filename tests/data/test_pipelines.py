@@ -1,0 +1,126 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfnlp import data, datasets
+from tfnlp.data import bert_pretraining
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus_vocabulary):
+    return data.WordPieceTokenizer(corpus_vocabulary)
+
+
+def _all(dataset):
+    return list(dataset.as_numpy_iterator())
+
+
+def test_classification_batches_are_static_and_keep_every_label(tokenizer):
+    reviews = datasets.load_fine_food_reviews("validation")
+    preprocessor = data.BertPreprocessor(tokenizer, 64)
+    batches = data.classification_dataset(reviews, preprocessor, batch_size=32)
+    inputs_spec, label_spec = batches.element_spec
+    assert all(s.shape == (32, 64) and s.dtype == tf.int32 for s in inputs_spec.values())
+    assert label_spec.shape == (32,)
+    labels = np.concatenate([y for _, y in _all(batches)])
+    expected = [y for _, y in datasets.read_fine_food_reviews("validation")]
+    np.testing.assert_array_equal(labels, expected[: len(labels)])  # order kept, remainder dropped
+    assert len(expected) - len(labels) < 32
+    first = next(iter(batches))[0]
+    np.testing.assert_array_equal(
+        first["token_ids"][0], preprocessor(tf.constant([datasets.read_fine_food_reviews("validation")[0][0]]))["token_ids"][0]
+    )
+
+
+def test_classification_of_text_pairs():
+    pairs = tf.data.Dataset.from_tensor_slices(((["good", "bad"], ["food", "taste"]), [1, 0]))
+    vocab = list(data.SPECIAL_TOKENS) + ["good", "bad", "food", "taste"]
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    inputs, labels = next(iter(data.classification_dataset(pairs, preprocessor, batch_size=2)))
+    np.testing.assert_array_equal(inputs["token_ids"], [[2, 5, 3, 7, 3, 0, 0, 0], [2, 6, 3, 8, 3, 0, 0, 0]])
+    np.testing.assert_array_equal(inputs["segment_ids"][0], [0, 0, 0, 1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(labels, [1, 0])
+
+
+def test_length_bucketing_pads_to_bucket_lengths_and_loses_nothing(tokenizer):
+    reviews = datasets.load_fine_food_reviews("validation")
+    preprocessor = data.BertPreprocessor(tokenizer, 128)
+    bucketed = _all(data.classification_dataset(
+        reviews, preprocessor, batch_size=16, bucket_boundaries=[32, 64], drop_remainder=False))
+    lengths = {x["token_ids"].shape[1] for x, _ in bucketed}
+    assert lengths == {32, 64, 128}
+    full = _all(data.classification_dataset(reviews, preprocessor, batch_size=16, drop_remainder=False))
+
+    def rows(batches):
+        return sorted(
+            tuple(x["token_ids"][i][x["padding_mask"][i] == 1]) + (int(y[i]),)
+            for x, y in batches for i in range(len(y))
+        )
+
+    assert rows(bucketed) == rows(full)  # same examples, only padded less
+    with pytest.raises(ValueError, match="bucket_boundaries"):
+        data.classification_dataset(reviews, preprocessor, bucket_boundaries=[64, 32])
+
+
+def test_unilm_seq2seq_packing(tokenizer):
+    pairs = datasets.load_text_pairs("bible_archaic_modern", "validation")
+    batch = next(iter(data.unilm_seq2seq_dataset(pairs, tokenizer, 96, batch_size=8)))
+    assert all(v.shape == (8, 96) for v in batch.values())
+    texts = datasets.read_text_pairs("bible_archaic_modern", "validation")[:8]
+    lengths = [len(tokenizer(tf.constant(s))) + len(tokenizer(tf.constant(t))) for s, t in texts]
+    row = next(i for i, n in enumerate(lengths) if n + 3 <= 96)  # one that fits untruncated
+    source, target = texts[row]
+    ids, segments = batch["token_ids"][row].numpy(), batch["segment_ids"][row].numpy()
+    source_ids = tokenizer(tf.constant(source)).numpy()
+    target_ids = tokenizer(tf.constant(target)).numpy()
+    n, m = len(source_ids), len(target_ids)
+    np.testing.assert_array_equal(ids[: n + m + 3], [2, *source_ids, 3, *target_ids, 3])
+    np.testing.assert_array_equal(segments[: n + m + 3], [0] * (n + 2) + [1] * (m + 1))
+
+
+def test_encoder_decoder_targets_are_inputs_shifted(tokenizer):
+    pairs = datasets.load_text_pairs("bible_en_es", "validation")
+    batch = next(iter(data.encoder_decoder_dataset(pairs, tokenizer, tokenizer, 48, 40, batch_size=16)))
+    inputs, labels, mask = batch["decoder_token_ids"], batch["decoder_target_ids"], batch["decoder_padding_mask"]
+    assert inputs.shape == labels.shape == (16, 40) and batch["encoder_token_ids"].shape == (16, 48)
+    np.testing.assert_array_equal(inputs[:, 0], tokenizer.cls_id)
+    for row in range(16):
+        n = int(mask[row].numpy().sum())
+        np.testing.assert_array_equal(inputs[row, 1:n], labels[row, : n - 1])
+        assert labels[row, n - 1] == tokenizer.sep_id
+        encoder_length = int(batch["encoder_padding_mask"][row].numpy().sum())
+        assert batch["encoder_token_ids"][row, encoder_length - 1] == tokenizer.sep_id
+
+
+def test_tfrecord_round_trip_equals_in_memory_pipeline(tmp_path, tokenizer):
+    documents = datasets.load_documents("en_novels", "validation").take(6)
+    def pipeline():  # each pass reshuffles, so compare first passes of equal pipelines
+        return bert_pretraining.bert_pretraining_dataset(
+            documents, tokenizer, 64, max_predictions_per_seq=10, batch_size=8, seed=3)
+
+    paths = data.write_tfrecords(pipeline().unbatch(), str(tmp_path / "pretrain"), num_shards=3)
+    in_memory = pipeline()
+    assert len(paths) == 3
+    (tmp_path / "pretrain-00009-of-00010.tfrecord.tmp").write_bytes(b"half written")  # ignored
+    from_files = data.read_tfrecords(str(tmp_path / "pretrain")).batch(8, drop_remainder=True)
+    assert from_files.element_spec == in_memory.element_spec
+    expected, actual = _all(in_memory), _all(from_files)
+    assert len(expected) == len(actual) > 3
+    for a, b in zip(expected, actual, strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    # Two workers read disjoint shards that together cover everything.
+    worker_rows = [
+        {tuple(x["token_ids"]) for x in _all(data.read_tfrecords(str(tmp_path / "pretrain"), 2, w))}
+        for w in range(2)
+    ]
+    assert not worker_rows[0] & worker_rows[1]
+    assert len(worker_rows[0] | worker_rows[1]) == len({tuple(r) for b in expected for r in b["token_ids"]})
+
+
+def test_tfrecord_errors(tmp_path):
+    with pytest.raises(ValueError, match="spec.json is missing"):
+        data.read_tfrecords(str(tmp_path / "nothing"))
+    ragged = tf.data.Dataset.range(3).map(lambda i: {"x": tf.range(i)})  # shape (None,)
+    with pytest.raises(ValueError, match="fixed shapes"):
+        data.write_tfrecords(ragged, str(tmp_path / "bad"))
