@@ -11,13 +11,24 @@ import pytest
 import tensorflow as tf
 
 import tfnlp
-from tfnlp import layers
+from tfnlp import data, datasets, layers
 
 PUBLIC_LAYERS = [
-    getattr(layers, name) for name in layers.__all__
-    if inspect.isclass(getattr(layers, name))
+    getattr(package, name)
+    for package in (layers, data)
+    for name in package.__all__
+    if inspect.isclass(getattr(package, name))
 ]
-MODULES = [inspect.getmodule(cls) for cls in PUBLIC_LAYERS] + [layers.masks]
+MODULES = sorted(
+    {
+        inspect.getmodule(obj)
+        for package in (layers, data)
+        for obj in map(package.__dict__.get, package.__all__)
+        if inspect.isclass(obj) or inspect.isfunction(obj)
+    }
+    | {layers.masks, datasets},
+    key=lambda m: m.__name__,
+)
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
@@ -26,6 +37,7 @@ def test_docstring_examples_run(module):
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     globs = {"keras": keras, "tf": tf, "np": np, "tfnlp": tfnlp}
     tests = [t for t in finder.find(module, globs=dict(vars(module), **globs)) if t.examples]
+    tests = [t for t in tests if t.name.startswith(module.__name__)]  # not re-exported ones
     assert tests, f"{module.__name__} has no docstring example"
     for test in tests:
         runner.run(test)

@@ -3,6 +3,10 @@
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset
 from tfnlp.data.bert_pretraining import next_sentence_pairs
+from tfnlp.data.elmo import build_word_vocabulary
+from tfnlp.data.elmo import character_ids
+from tfnlp.data.elmo import elmo_dataset
+from tfnlp.data.elmo import split_words
 from tfnlp.data.pipelines import classification_dataset
 from tfnlp.data.pipelines import encoder_decoder_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
@@ -22,7 +26,10 @@ __all__ = [
     "SPECIAL_TOKENS",
     "WordPieceTokenizer",
     "bert_pretraining_dataset",
+    "build_word_vocabulary",
+    "character_ids",
     "classification_dataset",
+    "elmo_dataset",
     "encoder_decoder_dataset",
     "next_sentence_pairs",
     "read_tfrecords",
@@ -32,4 +39,5 @@ __all__ = [
     "learn_wordpiece_vocabulary",
     "load_vocabulary",
     "save_vocabulary",
+    "split_words",
 ]

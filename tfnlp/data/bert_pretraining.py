@@ -3,15 +3,11 @@
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp.data._tensors import dense_row
 from tfnlp.layers import _validation
 
 # NSP labels as in BERT: 0 = B really follows A, 1 = B is a random segment.
 IS_NEXT, IS_RANDOM = 0, 1
-
-
-def _dense(x):
-    """Rows sliced out of a ragged tensor arrive ragged-typed; make them dense."""
-    return x.to_tensor() if isinstance(x, tf.RaggedTensor) else x
 
 
 def _document_chunks(sentences, tokenizer, segment_length):
@@ -95,11 +91,11 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
         coin = tf.random.stateless_uniform([], seed=tf.stack([seed, tf.cast(index, tf.int32)]))
         is_random = (coin < 0.5) & (random["document"] != candidate["document"])
         return {
-            "segment_a": _dense(candidate["segment_a"]),
+            "segment_a": dense_row(candidate["segment_a"]),
             "segment_b": tf.cond(
                 is_random,
-                lambda: _dense(random["tokens"]),
-                lambda: _dense(candidate["segment_b"]),
+                lambda: dense_row(random["tokens"]),
+                lambda: dense_row(candidate["segment_b"]),
             ),
             "next_sentence_label": tf.where(is_random, IS_RANDOM, IS_NEXT),
             "document": candidate["document"],

@@ -20,6 +20,8 @@ import zlib
 
 import tensorflow as tf
 
+from tfnlp.data._tensors import dense_row
+
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 SPLITS = ("train", "validation", "test")
 
@@ -122,10 +124,7 @@ def load_documents(name, split):
     """
     documents = read_documents(name, split)
     dataset = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
-    # Rows of a ragged tensor arrive with a RaggedTensorSpec; make them plain tensors.
-    return dataset.map(
-        lambda d: d.to_tensor() if isinstance(d, tf.RaggedTensor) else tf.identity(d)
-    )
+    return dataset.map(dense_row)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,195 @@
+"""ELMo inputs: words, character ids and next/previous-word targets, in-graph."""
+
+import collections
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tfnlp.data._tensors import dense_row
+from tfnlp.layers import _validation
+
+BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
+# Character ids as in bilm-tf: UTF-8 bytes 0-255 and five markers, all + 1 so
+# that 0 is padding.
+BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR, PAD_CHAR = 256, 257, 258, 259, 260
+CHARACTER_VOCABULARY_SIZE = 262  # 261 ids + the padding id 0
+
+_WORD_PATTERN = r"\s+|[\p{P}\p{S}]"  # split on spaces; punctuation and symbols are words
+_KEEP_PATTERN = r"[\p{P}\p{S}]"
+
+
+def split_words(texts):
+    """Splits text into words: on whitespace, with punctuation as separate words.
+
+    Case is kept (ELMo is cased). Invalid UTF-8 is replaced by U+FFFD first,
+    which, being a symbol, becomes a word of its own.
+
+    Args:
+        texts: `tf.string` tensor `(B,)`.
+
+    Returns:
+        `tf.RaggedTensor` of words `(B, None)`.
+
+    Example:
+
+    >>> split_words(tf.constant(["Hello, world!"])).to_list()
+    [[b'Hello', b',', b'world', b'!']]
+    """
+    texts = tf_text.coerce_to_structurally_valid_utf8(texts, replacement_char="\ufffd")
+    return tf_text.regex_split(texts, _WORD_PATTERN, _KEEP_PATTERN)
+
+
+def character_ids(words, max_characters=50):
+    """Words to ELMo character ids `(..., max_characters)` (0 = padding).
+
+    Each word is `[begin-of-word] bytes [end-of-word]` padded with the pad
+    character, ids shifted by one; the words `<S>` and `</S>` get the
+    begin/end-of-sentence characters. Words longer than `max_characters - 2`
+    bytes are truncated (possibly inside a multi-byte character, as bilm-tf
+    does); the empty string (padding) gives all zeros.
+
+    Args:
+        words: `tf.string` tensor of any shape (dense or ragged).
+        max_characters: int, characters per word including the two markers.
+
+    Returns:
+        int32 tensor `words.shape + (max_characters,)`.
+
+    Example:
+
+    >>> character_ids(tf.constant(["a"]), max_characters=5).numpy()
+    array([[259,  98, 260, 261, 261]], dtype=int32)
+    """
+    max_characters = _validation.positive_int("max_characters", max_characters)
+    if max_characters < 3:
+        raise ValueError(f"`max_characters` must be at least 3, got {max_characters}.")
+    if isinstance(words, tf.RaggedTensor):
+        return words.with_flat_values(character_ids(words.flat_values, max_characters))
+    words = tf.convert_to_tensor(words)
+    flat = tf.reshape(words, [-1])
+    count, body_size = tf.shape(flat)[0], max_characters - 2
+    body = tf.strings.substr(flat, 0, body_size, unit="BYTE")
+    chars = tf.cast(tf.io.decode_raw(body, tf.uint8, fixed_length=body_size), tf.int32)
+    lengths = tf.strings.length(body)
+    marker = tf.where(flat == BOS, BOS_CHAR, tf.where(flat == EOS, EOS_CHAR, -1))
+    is_marker = marker >= 0
+    chars = tf.where(
+        is_marker[:, None], tf.pad(marker[:, None], [[0, 0], [0, body_size - 1]]), chars
+    )
+    lengths = tf.where(is_marker, 1, lengths)
+    slots = tf.range(body_size + 1)[None, :]  # everything after begin-of-word
+    chars = tf.pad(chars, [[0, 0], [0, 1]])
+    after_bow = tf.where(
+        slots < lengths[:, None], chars, tf.where(slots == lengths[:, None], EOW_CHAR, PAD_CHAR)
+    )
+    ids = tf.concat([tf.fill([count, 1], BOW_CHAR), after_bow], axis=1) + 1
+    ids = tf.where((flat == "")[:, None], 0, ids)
+    return tf.reshape(ids, tf.concat([tf.shape(words), [max_characters]], 0))
+
+
+def build_word_vocabulary(texts, max_size, min_count=1):
+    """The most frequent words, after `<S>`, `</S>`, `<UNK>` (ids 0, 1, 2).
+
+    Args:
+        texts: iterable of Python strings (e.g. the sentences of a corpus).
+        max_size: int, the vocabulary size including the three specials.
+        min_count: int, words seen fewer times are left out.
+
+    Returns:
+        A list of words.
+
+    Example:
+
+    >>> build_word_vocabulary(["a b a", "a c"], max_size=5)
+    ['<S>', '</S>', '<UNK>', 'a', 'b']
+    """
+    max_size = _validation.positive_int("max_size", max_size)
+    if max_size <= 3:
+        raise ValueError(f"`max_size` must exceed 3 (the special words), got {max_size}.")
+    texts = list(texts)
+    counts = collections.Counter()
+    for start in range(0, len(texts), 4096):
+        words = split_words(tf.constant(texts[start:start + 4096], tf.string)).flat_values
+        counts.update(words.numpy())
+    ranked = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    specials = [BOS, EOS, UNK]
+    words = [w.decode("utf-8") for w in ranked]
+    return specials + [w for w in words if w not in specials][: max_size - 3]
+
+
+def elmo_dataset(
+    texts,
+    word_vocabulary,
+    sequence_length=64,
+    max_characters=50,
+    batch_size=32,
+    shuffle_buffer=0,
+    seed=0,
+    drop_remainder=True,
+):
+    """Sentences -> ELMo biLM batches: character ids and both LM targets.
+
+    Each sentence becomes `<S> w_1 .. w_n </S>` (at most `sequence_length`
+    tokens; longer sentences keep their first words). The forward LM at
+    position t predicts token t + 1, the backward LM token t - 1.
+
+    Args:
+        texts: `tf.data.Dataset` of sentences (scalar `tf.string`) or of
+            documents (1-D `tf.string`, one sentence per entry).
+        word_vocabulary: list of words from `build_word_vocabulary` (`<S>`,
+            `</S>`, `<UNK>` first).
+        sequence_length: int, tokens per example, markers included (`T`).
+        max_characters: int, characters per word (`C`, 50 in ELMo).
+        batch_size: int.
+        shuffle_buffer: int, sentences shuffled at once (0: keep order).
+        seed: int.
+        drop_remainder: bool.
+
+    Returns:
+        `tf.data.Dataset` of dicts of int32: `character_ids` `(B, T, C)`;
+        `padding_mask`, `word_ids`, `next_word_ids`, `next_word_weights`,
+        `previous_word_ids`, `previous_word_weights` `(B, T)`.
+    """
+    sequence_length = _validation.positive_int("sequence_length", sequence_length)
+    if sequence_length < 2:
+        raise ValueError(f"`sequence_length` must be at least 2, got {sequence_length}.")
+    batch_size = _validation.positive_int("batch_size", batch_size)
+    if list(word_vocabulary[:3]) != [BOS, EOS, UNK]:
+        raise ValueError(f"`word_vocabulary` must start with {[BOS, EOS, UNK]}.")
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(word_vocabulary), tf.range(len(word_vocabulary), dtype=tf.int32)
+        ),
+        default_value=2,  # <UNK>
+    )
+    spec = texts.element_spec
+    if spec.shape.rank:  # documents: one sentence per entry
+        texts = texts.map(dense_row).unbatch()
+    if shuffle_buffer:
+        texts = texts.shuffle(shuffle_buffer, seed=seed)
+
+    def encode(sentences):
+        words = split_words(sentences)[:, : sequence_length - 2]
+        count = words.nrows()
+        tokens = tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
+        ids = table.lookup(tokens)
+        padded_tokens = tokens.to_tensor("", shape=[count, sequence_length])
+        word_ids, mask = tf_text.pad_model_inputs(ids, sequence_length)
+        length = tokens.row_lengths()[:, None]
+        position = tf.range(sequence_length, dtype=length.dtype)[None, :]
+        has_next = tf.cast(position < length - 1, tf.int32)
+        has_previous = tf.cast((position >= 1) & (position < length), tf.int32)
+        next_ids = tf.concat([word_ids[:, 1:], tf.zeros([count, 1], tf.int32)], 1) * has_next
+        previous_ids = tf.concat([tf.zeros([count, 1], tf.int32), word_ids[:, :-1]], 1) * has_previous
+        return {
+            "character_ids": character_ids(padded_tokens, max_characters),
+            "padding_mask": tf.cast(mask, tf.int32),
+            "word_ids": tf.cast(word_ids, tf.int32),
+            "next_word_ids": next_ids,
+            "next_word_weights": has_next,
+            "previous_word_ids": previous_ids,
+            "previous_word_weights": has_previous,
+        }
+
+    dataset = texts.batch(256).map(encode, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
