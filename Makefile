@@ -28,6 +28,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_benchmark.py
 	$(BIN)/python benchmarks/attention_benchmark.py --policy mixed_bfloat16
+	$(BIN)/python benchmarks/data_benchmark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
