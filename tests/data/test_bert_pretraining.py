@@ -32,12 +32,12 @@ def masked_and_original(tokenizer, documents):
         bert_pretraining.bert_pretraining_dataset(
             documents, tokenizer, SEQUENCE_LENGTH, max_predictions_per_seq=40, batch_size=32, seed=7
         ),
-        30,
+        36,
     )
     pairs = bert_pretraining.next_sentence_pairs(documents, tokenizer, (SEQUENCE_LENGTH - 3) // 2, seed=7)
     packer = data.SegmentPacker(SEQUENCE_LENGTH, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     originals = pairs.ragged_batch(32).map(lambda p: packer((p["segment_a"], p["segment_b"])))
-    original = _collect(originals, 30)
+    original = _collect(originals, 36)
     return masked, original
 
 
@@ -128,6 +128,29 @@ def test_whole_word_masking_masks_every_piece_of_a_word(tokenizer, documents):
             if position + 1 < len(original) and continuation[original[position + 1]]:
                 assert position + 1 in selected  # and its next piece
     assert pieces > 20
+
+
+def test_whole_word_cap_leaves_no_unlabelled_change(tokenizer, documents):
+    # With a small cap whole words overflow it; every changed token needs a label.
+    batches = _collect(
+        bert_pretraining.bert_pretraining_dataset(
+            documents, tokenizer, 128, max_predictions_per_seq=5, batch_size=16,
+            whole_word_masking=True, seed=2,
+        ),
+        6,
+    )
+    assert batches["masked_weights"].sum(axis=1).max() == 5
+    masks = batches["token_ids"] == tokenizer.mask_id
+    for row in range(len(masks)):
+        labelled = set(batches["masked_positions"][row][batches["masked_weights"][row] == 1])
+        assert set(np.flatnonzero(masks[row])) <= labelled
+
+
+def test_chunks_pack_whole_sentences_greedily():
+    lengths = tf.constant([10, 100, 10, 61, 61, 30, 31, 1], tf.int64)
+    chunks = bert_pretraining._greedy_chunk_ids(lengths, tf.constant(62, tf.int64)).numpy()
+    # 10 | 100 (alone: too long) | 10 (61 would overflow) | 61 | 61 | 30 + 31 + 1 = 62
+    np.testing.assert_array_equal(chunks, [0, 1, 2, 3, 4, 5, 5, 5])
 
 
 def test_same_seed_same_batches_other_seed_other_batches(tokenizer, documents):

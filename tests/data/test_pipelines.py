@@ -58,6 +58,12 @@ def test_length_bucketing_pads_to_bucket_lengths_and_loses_nothing(tokenizer):
         )
 
     assert rows(bucketed) == rows(full)  # same examples, only padded less
+    # Padding uses the vocabulary's [PAD] id, whatever it is.
+    vocab = ["[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "[PAD]"]
+    texts = tf.data.Dataset.from_tensor_slices((["a", "a a a a a a a a a"], [0, 1]))
+    small = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 16)
+    for x, _ in _all(data.classification_dataset(texts, small, 2, bucket_boundaries=[4], drop_remainder=False)):
+        np.testing.assert_array_equal(x["token_ids"][x["padding_mask"] == 0], 5)
     with pytest.raises(ValueError, match="bucket_boundaries"):
         data.classification_dataset(reviews, preprocessor, bucket_boundaries=[64, 32])
 
@@ -116,6 +122,35 @@ def test_tfrecord_round_trip_equals_in_memory_pipeline(tmp_path, tokenizer):
     ]
     assert not worker_rows[0] & worker_rows[1]
     assert len(worker_rows[0] | worker_rows[1]) == len({tuple(r) for b in expected for r in b["token_ids"]})
+
+
+def test_tfrecord_prefixes_rewrites_and_interrupted_rewrites(tmp_path):
+    def numbers(values):
+        return tf.data.Dataset.from_tensor_slices({"x": tf.constant(values, tf.int64)})
+
+    def read(prefix):
+        return [int(e["x"]) for e in data.read_tfrecords(str(tmp_path / prefix))]
+
+    data.write_tfrecords(numbers([1, 2, 3, 4]), str(tmp_path / "train"), num_shards=2)
+    data.write_tfrecords(numbers([9, 9]), str(tmp_path / "train-small"), num_shards=2)
+    data.write_tfrecords(numbers([5, 6, 7]), str(tmp_path / "a"), num_shards=3)
+    data.write_tfrecords(numbers([8, 9]), str(tmp_path / "a"), num_shards=2)  # stale shard 3 stays
+    assert read("train") == [1, 2, 3, 4] and read("a") == [8, 9]
+
+    def failing():
+        yield {"x": tf.constant(100, tf.int64)}
+        raise RuntimeError("crash while writing")
+
+    crashing = tf.data.Dataset.from_generator(failing, output_signature={"x": tf.TensorSpec([], tf.int64)})
+    with pytest.raises(Exception, match="crash while writing"):
+        data.write_tfrecords(crashing, str(tmp_path / "train"), num_shards=2)
+    assert read("train") == [1, 2, 3, 4]  # the previous data is intact
+    assert not list(tmp_path.glob("*.tmp"))
+    with pytest.raises(ValueError, match="gets no shard"):
+        data.read_tfrecords(str(tmp_path / "a"), num_workers=3, worker_index=2)
+    wide = tf.data.Dataset.from_tensor_slices({"x": tf.constant([1e300], tf.float64)})
+    with pytest.raises(ValueError, match="float64"):
+        data.write_tfrecords(wide, str(tmp_path / "wide"))
 
 
 def test_tfrecord_errors(tmp_path):

@@ -23,6 +23,12 @@ def test_longest_first_truncation_and_layout():
     assert all(v.dtype == tf.int32 for v in packed.values())
 
 
+def test_ties_shorten_the_second_segment_as_bert_does():
+    packer = data.SegmentPacker(sequence_length=6, start_id=2, end_id=3)
+    packed = packer((tf.ragged.constant([[10, 11, 12]]), tf.ragged.constant([[20, 21, 22]])))
+    np.testing.assert_array_equal(packed["token_ids"], [[2, 10, 11, 3, 20, 3]])
+
+
 def test_single_segment_and_empty_segment():
     packer = data.SegmentPacker(sequence_length=5, start_id=2, end_id=3)
     packed = packer(tf.ragged.constant([[7, 8, 9, 10, 11, 12], []], dtype=tf.int32))

@@ -4,43 +4,64 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import dense_row
+from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.layers import _validation
 
 # NSP labels as in BERT: 0 = B really follows A, 1 = B is a random segment.
 IS_NEXT, IS_RANDOM = 0, 1
 
 
-def _document_chunks(sentences, tokenizer, segment_length):
-    """Tokenizes a document and packs whole sentences into chunks.
+def _greedy_chunk_ids(lengths, segment_length):
+    """Chunk index of each sentence: a chunk takes whole sentences while they fit.
 
-    Sentence `k` goes to chunk `floor(tokens before k / segment_length)`, a
-    vectorised greedy packing; a sentence longer than `segment_length` gets a
-    chunk of its own (the trimmer shortens it later).
+    A sentence that does not fit the current chunk starts a new one; a
+    sentence longer than `segment_length` is a chunk of its own.
     """
+
+    def step(state, length):
+        chunk, used = state
+        start_new = (used > 0) & (used + length > segment_length)
+        chunk = tf.where(start_new, chunk + 1, chunk)
+        used = tf.where(start_new, length, used + length)
+        return chunk, used
+
+    zero = tf.zeros([], lengths.dtype)
+    chunk_ids, _ = tf.scan(step, lengths, initializer=(zero, zero))
+    return chunk_ids
+
+
+def _document_chunks(sentences, tokenizer, segment_length):
+    """Tokenizes a document and packs whole sentences into chunks (greedily)."""
     ids = tokenizer(sentences)  # (num_sentences, None)
+    ids = tf.ragged.boolean_mask(ids, ids.row_lengths() > 0)
     lengths = ids.row_lengths()
-    chunk_of_sentence = tf.cumsum(lengths, exclusive=True) // segment_length
-    chunks = tf.RaggedTensor.from_value_rowids(
+    chunk_of_sentence = _greedy_chunk_ids(lengths, tf.cast(segment_length, lengths.dtype))
+    return tf.RaggedTensor.from_value_rowids(
         ids.flat_values,
         tf.repeat(chunk_of_sentence, lengths),
         nrows=tf.reduce_max(tf.concat([chunk_of_sentence + 1, [0]], 0)),
     )
-    return tf.ragged.boolean_mask(chunks, chunks.row_lengths() > 0)
 
 
 def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_buffer=10_000):
     """Segment pairs for next-sentence prediction, 50% true next, 50% random.
 
-    Each document's sentences are tokenized and packed into chunks of about
-    `segment_length` tokens (whole sentences). Every pair of consecutive
-    chunks `(A, B)` of a document becomes an example; with probability 0.5 its
-    `B` is replaced by a random chunk of *another* document (label 1), else it
-    stays the true next chunk (label 0). When the random chunk happens to come
-    from A's own document the pair stays a true pair, so a negative never
-    comes from A's document (this lowers the negative rate by about
-    1 / number of documents).
+    Each document's sentences are tokenized and packed greedily into chunks
+    of at most `segment_length` tokens (whole sentences; a longer sentence is
+    a chunk of its own and is cut later by the packer, as in BERT). Every
+    pair of consecutive chunks `(A, B)` of a document becomes an example;
+    with probability 0.5 its `B` is replaced by a random chunk of *another*
+    document (label 1), else it stays the true next chunk (label 0). When the
+    random chunk happens to come from A's own document the pair stays a true
+    pair, so a negative never comes from A's document; this lowers the
+    negative rate by about the sum of the squared shares of the documents
+    (negligible for many documents, total for a one-document corpus). A
+    document of a single chunk yields no pair.
 
-    Randomness is stateless and seeded: the same `seed` gives the same pairs.
+    Randomness is seeded: with the same `seed` (and the same global
+    TensorFlow seed, which `Dataset.shuffle` also reads) the pairs are the
+    same. Each pass reshuffles, unless `shuffle_buffer=0`, in which case
+    every pass is identical.
 
     Args:
         documents: `tf.data.Dataset` of 1-D `tf.string` tensors (sentences of
@@ -162,9 +183,14 @@ def bert_pretraining_dataset(
     all of whose pieces are masked together.
 
     Everything is in-graph and statically shaped (`drop_remainder=True`), so
-    the dataset feeds TPUs and XLA-compiled steps; randomness is stateless
-    and seeded, so the same `seed` gives the same batches. Each pass over the
-    dataset (each epoch) is shuffled anew, in an order fixed by `seed`.
+    the dataset feeds TPUs and XLA-compiled steps. Masking randomness is
+    stateless, seeded per example; with the same `seed` and global
+    TensorFlow seed the batches are the same. Each pass over the dataset
+    (each epoch) is shuffled anew unless `shuffle_buffer=0`.
+
+    When whole words push the selection past `max_predictions_per_seq`, the
+    words beyond it are restored to their original tokens, so every changed
+    token has a label.
 
     Args:
         documents: `tf.data.Dataset` of 1-D `tf.string` tensors (documents).
@@ -202,6 +228,7 @@ def bert_pretraining_dataset(
     if not 0.0 < masking_rate < 1.0:
         raise ValueError(f"`masking_rate` must be in (0, 1), got {masking_rate!r}.")
     special_ids = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
+    packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     continuation = tf.constant([t.startswith("##") for t in tokenizer.get_vocabulary()])
     pairs = next_sentence_pairs(
         documents, tokenizer, (sequence_length - 3) // 2, seed=seed, shuffle_buffer=shuffle_buffer
@@ -209,10 +236,8 @@ def bert_pretraining_dataset(
 
     def example(index, pair):
         row_seed = tf.stack([seed, tf.cast(index, tf.int32)])
-        segments = [tf.RaggedTensor.from_tensor(pair[k][None]) for k in ("segment_a", "segment_b")]
-        segments = tf_text.ShrinkLongestTrimmer(sequence_length - 3).trim(segments)
-        token_ids, segment_ids = tf_text.combine_segments(
-            segments, start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id
+        token_ids, segment_ids = packer.combine(
+            [tf.RaggedTensor.from_tensor(pair[k][None]) for k in ("segment_a", "segment_b")]
         )
         items = token_ids
         if whole_word_masking:
@@ -232,9 +257,18 @@ def bert_pretraining_dataset(
                 tokenizer.vocabulary_size(), tokenizer.mask_id, row_seed + 4
             ),
         )
+        # Whole words can push the count past P: predictions beyond P are
+        # dropped, so their tokens go back to the originals (no unlabelled
+        # [MASK]).
+        dropped = positions.flat_values[max_predictions:]
+        masked = masked.with_flat_values(
+            tf.tensor_scatter_nd_update(
+                masked.flat_values, tf.cast(dropped[:, None], tf.int32),
+                originals.flat_values[max_predictions:],
+            )
+        )
         token_ids, padding_mask = _pad(masked, sequence_length)
         segment_ids, _ = _pad(segment_ids, sequence_length)
-        # A whole word can push the count past the cap: keep the first P.
         positions, weights = _pad(positions, max_predictions)
         originals, _ = _pad(originals, max_predictions)
         return {

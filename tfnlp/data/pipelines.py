@@ -98,6 +98,14 @@ def classification_dataset(
             real_length,
             edges,
             [batch_size] * (len(edges) + 1),
+            padding_values=(
+                {
+                    "token_ids": preprocessor.tokenizer.pad_id,
+                    "segment_ids": 0,
+                    "padding_mask": 0,
+                },
+                0,
+            ),
             pad_to_bucket_boundary=True,
             drop_remainder=drop_remainder,
         )

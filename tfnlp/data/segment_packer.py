@@ -13,8 +13,8 @@ class SegmentPacker(PreprocessingLayer):
     """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated and padded.
 
     Segments are truncated longest-first (the longer segment loses a token
-    until both fit), so a long first text cannot crowd out a short second
-    one. The result has the static shape `(B, sequence_length)`.
+    until both fit; on a tie B loses, as in BERT's `truncate_seq_pair`), so a
+    long first text cannot crowd out a short second one. The result has the static shape `(B, sequence_length)`.
 
     Args:
         sequence_length: int, the packed length including special tokens.
@@ -57,7 +57,16 @@ class SegmentPacker(PreprocessingLayer):
         self.end_id = int(end_id)
         self.pad_id = int(pad_id)
 
-    def call(self, inputs):
+    def combine(self, inputs):
+        """Truncates and joins the segments, without padding.
+
+        Args:
+            inputs: as for `call`.
+
+        Returns:
+            `(token_ids, segment_ids)`, int32 `tf.RaggedTensor`s `(B, None)`
+            with at most `sequence_length` tokens per row.
+        """
         segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"`inputs` must hold one or two segments, got {len(segments)}.")
@@ -72,10 +81,15 @@ class SegmentPacker(PreprocessingLayer):
             # size (tensorflow-text 2.21); for one segment it is just a cut.
             trimmed = [segments[0][:, :budget]]
         else:
-            trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments)
+            # On a tie the trimmer shortens its first segment; BERT shortens B.
+            trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments[::-1])[::-1]
         token_ids, segment_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self.start_id, end_of_segment_id=self.end_id
         )
+        return tf.cast(token_ids, tf.int32), tf.cast(segment_ids, tf.int32)
+
+    def call(self, inputs):
+        token_ids, segment_ids = self.combine(inputs)
         token_ids, padding_mask = tf_text.pad_model_inputs(
             token_ids, self.sequence_length, pad_value=self.pad_id
         )

@@ -1,6 +1,5 @@
 """Prepared examples to sharded TFRecord files and back (multi-worker and TPU input)."""
 
-import glob
 import json
 import os
 
@@ -8,8 +7,9 @@ import tensorflow as tf
 
 from tfnlp.layers import _validation
 
+# int64_list and float_list hold these exactly; other dtypes are refused.
 _INT_DTYPES = (tf.int8, tf.int16, tf.int32, tf.int64, tf.uint8, tf.bool)
-_FLOAT_DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_FLOAT_DTYPES = (tf.float16, tf.bfloat16, tf.float32)
 
 
 def _shard_name(prefix, index, count):
@@ -34,9 +34,11 @@ def write_tfrecords(dataset, prefix, num_shards=4):
 
     Element `i` goes to shard `i % num_shards`, so `read_tfrecords` gives the
     elements back in their original order; workers can also take disjoint
-    shards. Shards are written to temporary names and renamed when complete,
-    and the element spec is stored beside them (`PREFIX.spec.json`), so a
-    crash never leaves a half-written shard that looks finished.
+    shards. The element spec and shard count are stored beside them
+    (`PREFIX.spec.json`). Shards are written under temporary names; the old
+    spec is removed before they are renamed into place and the new spec is
+    written last, so a crash at any point leaves either the previous
+    complete data or no readable data, never a mix.
 
     Args:
         dataset: `tf.data.Dataset` of dicts of tensors with fully defined
@@ -67,23 +69,45 @@ def write_tfrecords(dataset, prefix, num_shards=4):
                 f"Feature {name!r} has shape {s.shape}; TFRecords need fixed shapes "
                 "(write unbatched, padded examples)."
             )
+        if s.dtype not in _INT_DTYPES + _FLOAT_DTYPES + (tf.string,):
+            raise ValueError(
+                f"Feature {name!r} has dtype {s.dtype.name}, which TFRecord features cannot "
+                "hold exactly; cast it to int64, float32 or string first."
+            )
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
     paths = [_shard_name(prefix, i, num_shards) for i in range(num_shards)]
-    writers = [tf.io.TFRecordWriter(f"{p}.tmp") for p in paths]
+    temporary = [f"{p}.tmp" for p in paths] + [f"{_spec_path(prefix)}.tmp"]
     try:
-        for index, element in enumerate(dataset):
-            example = tf.train.Example(
-                features=tf.train.Features(feature={k: _feature(v) for k, v in element.items()})
+        writers = [tf.io.TFRecordWriter(t) for t in temporary[:-1]]
+        try:
+            for index, element in enumerate(dataset):
+                example = tf.train.Example(
+                    features=tf.train.Features(feature={k: _feature(v) for k, v in element.items()})
+                )
+                writers[index % num_shards].write(example.SerializeToString())
+        finally:
+            for writer in writers:
+                writer.close()
+        with open(temporary[-1], "w") as f:
+            json.dump(
+                {
+                    "num_shards": num_shards,
+                    "features": {
+                        k: {"shape": s.shape.as_list(), "dtype": s.dtype.name} for k, s in spec.items()
+                    },
+                },
+                f,
             )
-            writers[index % num_shards].write(example.SerializeToString())
-    finally:
-        for writer in writers:
-            writer.close()
-    with open(f"{_spec_path(prefix)}.tmp", "w") as f:
-        json.dump({k: {"shape": s.shape.as_list(), "dtype": s.dtype.name} for k, s in spec.items()}, f)
+    except BaseException:
+        for path in temporary:
+            if os.path.exists(path):
+                os.remove(path)
+        raise
+    if os.path.exists(_spec_path(prefix)):
+        os.remove(_spec_path(prefix))  # no reader may pair the old spec with new shards
     for path in paths:
         os.replace(f"{path}.tmp", path)
-    os.replace(f"{_spec_path(prefix)}.tmp", _spec_path(prefix))
+    os.replace(temporary[-1], _spec_path(prefix))
     return paths
 
 
@@ -109,14 +133,18 @@ def read_tfrecords(prefix, num_workers=1, worker_index=0):
     if not os.path.exists(spec_path):
         raise ValueError(f"No TFRecord data at {prefix!r}: {spec_path} is missing.")
     with open(spec_path) as f:
-        spec = json.load(f)
-    paths = sorted(glob.glob(f"{glob.escape(prefix)}-*-of-*.tfrecord"))
-    if not paths:
-        raise ValueError(f"No shards match {prefix}-*-of-*.tfrecord.")
-    count = int(paths[0].rsplit("-of-", 1)[1].split(".")[0])
-    if len(paths) != count:
-        raise ValueError(f"Expected {count} shards at {prefix!r}, found {len(paths)}.")
+        stored = json.load(f)
+    spec, count = stored["features"], stored["num_shards"]
+    paths = [_shard_name(prefix, i, count) for i in range(count)]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        raise ValueError(f"TFRecord data at {prefix!r} is incomplete: missing {missing[:3]}.")
     paths = paths[worker_index::num_workers]
+    if not paths:
+        raise ValueError(
+            f"Worker {worker_index} of {num_workers} gets no shard: {prefix!r} has only "
+            f"{count}; write at least as many shards as workers."
+        )
 
     features = {}
     for name, s in spec.items():

@@ -129,7 +129,12 @@ def learn_wordpiece_vocabulary(
 
 
 def save_vocabulary(vocabulary, path):
-    """Writes `vocabulary` as `vocab.txt`: one token per line, in id order."""
+    """Writes `vocabulary` as `vocab.txt`: one token per line, in id order.
+
+    Args:
+        vocabulary: list of tokens.
+        path: the file to write (written to a temporary name, then renamed).
+    """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -139,6 +144,12 @@ def save_vocabulary(vocabulary, path):
 
 def load_vocabulary(path):
     """Reads a `vocab.txt` (ours or a released BERT one) into a list.
+
+    Args:
+        path: the file, one token per line in id order.
+
+    Returns:
+        The tokens, a list of strings.
 
     Raises:
         ValueError: the file is empty, not UTF-8, or has empty or duplicated

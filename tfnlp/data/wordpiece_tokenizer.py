@@ -102,9 +102,11 @@ class WordPieceTokenizer(PreprocessingLayer):
         inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
             raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")
-        text = tf.strings.substr(inputs, 0, self.max_input_bytes, unit="BYTE")
-        # A cut (or the input itself) may leave broken UTF-8: replace, never fail.
-        text = tf_text.coerce_to_structurally_valid_utf8(text, replacement_char="\ufffd")
+        # Broken UTF-8 in the input becomes U+FFFD (-> [UNK]); never fail.
+        text = tf_text.coerce_to_structurally_valid_utf8(inputs, replacement_char="\ufffd")
+        text = tf.strings.substr(text, 0, self.max_input_bytes, unit="BYTE")
+        # The cut may split the last character: drop that partial character.
+        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
         if text.shape.rank == 0:  # FastBertTokenizer wants a batch
             return self._tokenizer.tokenize(text[None])[0]
         return self._tokenizer.tokenize(text)
