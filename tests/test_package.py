@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfnlp
-from tfnlp import data, datasets, layers
+from tfnlp import data, datasets, export, layers, models, training
 
 PUBLIC_LAYERS = [
     getattr(package, name)
@@ -22,7 +22,7 @@ PUBLIC_LAYERS = [
 MODULES = sorted(
     {
         inspect.getmodule(obj)
-        for package in (layers, data)
+        for package in (layers, data, models, training, export)
         for obj in map(package.__dict__.get, package.__all__)
         if inspect.isclass(obj) or inspect.isfunction(obj)
     }
@@ -60,6 +60,21 @@ def test_public_layers_are_registered_and_documented(cls):
     for name in inspect.signature(cls.call).parameters:
         if name != "self":
             assert name in call_section, f"{cls.__name__}.call: {name} undocumented"
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [models.BertBackbone, models.BertPretrainer, models.BertClassifier, training.LinearWarmupLinearDecay],
+    ids=lambda c: c.__name__,
+)
+def test_public_models_are_registered_and_documented(cls):
+    assert keras.saving.get_registered_name(cls) == f"tfnlp>{cls.__name__}"
+    doc = inspect.getdoc(cls)
+    assert "Args:" in doc and "Example:" in doc
+    args_section = doc.split("Args:")[1]
+    for name in inspect.signature(cls.__init__).parameters:
+        if name not in ("self", "kwargs"):
+            assert re.search(rf"^\s+{name}:", args_section, re.M), f"{cls.__name__}: {name}"
 
 
 def test_no_unsafe_constructs_in_the_package():

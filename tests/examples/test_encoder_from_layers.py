@@ -3,11 +3,11 @@ import os
 import keras
 import numpy as np
 
-from examples import demo
+from examples import encoder_from_layers
 
 
-def test_demo_runs_end_to_end_on_a_small_budget(tmp_path):
-    accuracy, majority = demo.main([
+def test_encoder_from_layers_runs_end_to_end_on_a_small_budget(tmp_path):
+    accuracy, majority = encoder_from_layers.main([
         "--epochs", "1", "--max-train-examples", "256", "--sequence-length", "32",
         "--hidden-dim", "16", "--num-heads", "2", "--output", str(tmp_path),
     ])

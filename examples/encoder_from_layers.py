@@ -1,4 +1,4 @@
-"""tfnlp demo: a small Transformer encoder classifier on bundled real reviews.
+"""A small Transformer encoder classifier assembled from tfnlp layers, on bundled reviews.
 
 Builds a text classifier from tfnlp layers (token embedding + sinusoidal
 positions + `TransformerBlock`s + masked mean pooling), trains it for a few
@@ -6,7 +6,7 @@ epochs on the bundled fine-food reviews, reports held-out accuracy next to
 the majority-class baseline, saves it as a `.keras` file and checks that the
 reloaded model (safe mode) predicts the same.
 
-    python examples/demo.py --epochs 3 --output saved_models/demo
+    python examples/encoder_from_layers.py --epochs 3 --output runs/encoder_from_layers
 """
 
 import argparse
@@ -54,7 +54,7 @@ def main(argv=None):
     parser.add_argument("--num-heads", type=int, default=4)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--max-train-examples", type=int, default=None)
-    parser.add_argument("--output", default="saved_models/demo")
+    parser.add_argument("--output", default="runs/encoder_from_layers")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     keras.utils.set_random_seed(args.seed)

@@ -1,0 +1,43 @@
+"""The BERT examples end to end on tiny settings: real learning, real export."""
+
+import json
+
+import pytest
+
+from examples import finetune_classifier, pretrain_bert
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    output = tmp_path_factory.mktemp("bert_pretrain")
+    result = pretrain_bert.main([
+        "--preset", "bert_tiny", "--vocabulary-size", "2000", "--sequence-length", "64",
+        "--max-predictions", "10", "--steps", "2400", "--steps-per-epoch", "400",
+        "--learning-rate", "2e-3", "--max-documents", "150", "--eval-batches", "40",
+        "--cache-batches", "400", "--shuffle-buffer", "1000", "--output", str(output),
+    ])
+    return output, result
+
+
+@pytest.mark.slow
+def test_pretraining_learns_masked_lm_and_next_sentence(pretrained):
+    output, result = pretrained
+    # Held-out chapters: clearly better than always predicting the most
+    # frequent token, and better than the majority class for NSP.
+    assert result["mlm_accuracy"] > 2 * result["mlm_most_frequent_baseline"]
+    assert result["nsp_accuracy"] > result["nsp_majority_baseline"] + 0.02
+    assert (output / "backbone.keras").exists() and (output / "vocab.txt").exists()
+    assert json.loads((output / "pretraining_results.json").read_text()) == result
+    assert list((output / "logs").rglob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_finetuning_from_the_pretrained_backbone_exports_a_model(pretrained, tmp_path):
+    output, _ = pretrained
+    result = finetune_classifier.main([
+        "--pretrained", str(output), "--sequence-length", "64", "--epochs", "4",
+        "--learning-rate", "5e-4", "--skip-scratch", "--export", str(tmp_path / "reviews"),
+        "--logs", str(tmp_path / "logs"),
+    ])
+    assert result["pretrained_test_accuracy"] > result["majority_baseline"]
+    assert (tmp_path / "reviews" / "1" / "saved_model.pb").exists()

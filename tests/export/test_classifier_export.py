@@ -1,0 +1,107 @@
+"""The exported classifier, loaded in a fresh process without tfnlp."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfnlp import data, export, models
+
+LOADER = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    import tensorflow_text  # registers the ops; tfnlp itself is not imported
+    assert "tfnlp" not in sys.modules
+    model = tf.saved_model.load(sys.argv[1])
+    requests = json.load(open(sys.argv[2]))
+    out = []
+    for request in requests:
+        if "text" in request:
+            texts = [t.encode("latin-1") for t in request["text"]]  # raw bytes, maybe not UTF-8
+            result = model.signatures["serving_default"](text=tf.constant(texts, tf.string))
+        else:
+            result = model.signatures["classify_pairs"](
+                text_a=tf.constant(request["text_a"]), text_b=tf.constant(request["text_b"]))
+        out.append({k: v.numpy().tolist() for k, v in result.items()})
+    print(json.dumps(out, default=lambda b: b.decode()))
+    """
+)
+
+TEXTS = ["Great coffee, will buy again!", "stale and bland", "", "   ", "x" * 300_000,
+         "\\xff\\xfe broken bytes", "emoji \U0001F600 and 中文"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, corpus_vocabulary):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 32)
+    backbone = models.BertBackbone.from_preset(
+        "bert_tiny", vocabulary_size=len(corpus_vocabulary), max_sequence_length=32
+    )
+    classifier = models.BertClassifier(backbone, num_classes=2)
+    directory = tmp_path_factory.mktemp("saved_models") / "reviews"
+    path = export.export_classifier(classifier, preprocessor, str(directory), labels=["other", "great"])
+    return path, classifier, preprocessor
+
+
+def _serve(path, requests, tmp_path):
+    request_file = tmp_path / "requests.json"
+    request_file.write_text(json.dumps(requests))
+    result = subprocess.run([sys.executable, "-c", LOADER, path, str(request_file)],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _bytes(text):
+    return text.encode("utf-8").decode("latin-1")  # survives JSON as raw bytes
+
+
+def test_layout_and_signatures(exported):
+    path, _, _ = exported
+    assert os.path.basename(path) == "1" and os.path.exists(os.path.join(path, "saved_model.pb"))
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--dir", path, "--all"], capture_output=True, text=True,
+                           timeout=300, check=True).stdout
+    for name in ("serving_default", "classify_pairs", "probabilities", "label_id", "text_a"):
+        assert name in shown
+
+
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
+    path, classifier, preprocessor = exported
+    singles = [TEXTS[:1], TEXTS]
+    pairs = {"text_a": ["good", "", "bad taste"], "text_b": ["", "only b", "x" * 1000]}
+    requests = [{"text": [_bytes(t) for t in batch]} for batch in singles] + [pairs]
+    served = _serve(path, requests, tmp_path)
+    for batch, result in zip(singles, served[:2], strict=True):
+        texts = [t.encode("utf-8") for t in batch]
+        logits = classifier(preprocessor(tf.constant(texts)), training=False)
+        expected = tf.nn.softmax(logits).numpy()
+        np.testing.assert_allclose(result["probabilities"], expected, atol=1e-5)
+        np.testing.assert_array_equal(result["label_id"], expected.argmax(-1))
+        assert result["label"] == [["other", "great"][i] for i in expected.argmax(-1)]
+    logits = classifier(preprocessor((tf.constant(pairs["text_a"]), tf.constant(pairs["text_b"]))))
+    np.testing.assert_allclose(served[2]["probabilities"], tf.nn.softmax(logits).numpy(), atol=1e-5)
+
+
+def test_bad_input_gives_valid_results(exported, tmp_path):
+    path, _, _ = exported
+    invalid_utf8 = "\xff\xfe\xc3"  # as latin-1 -> the bytes ff fe c3: not UTF-8
+    served = _serve(path, [{"text": [invalid_utf8, "", "\x00\x07"]}, {"text": []}], tmp_path)
+    probabilities = np.array(served[0]["probabilities"])
+    assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)
+    assert np.array(served[1]["probabilities"]).reshape(-1, 2).shape == (0, 2)  # empty batch
+
+
+def test_labels_must_match_the_classes(corpus_vocabulary, tmp_path):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
+    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=len(corpus_vocabulary))
+    with pytest.raises(ValueError, match="2 names for 3 classes"):
+        export.export_classifier(models.BertClassifier(backbone, 3), preprocessor, str(tmp_path),
+                                 labels=["a", "b"])

@@ -1,0 +1,157 @@
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import assert_allclose
+from tfnlp import layers, models
+
+RNG = np.random.default_rng(0)
+
+
+def _inputs(batch=3, length=12, vocabulary_size=300, padding=(0, 4, 9)):
+    token_ids = RNG.integers(5, vocabulary_size, (batch, length)).astype("int32")
+    mask = np.ones((batch, length), "int32")
+    for row, pad in enumerate(padding[:batch]):
+        if pad:
+            mask[row, -pad:] = 0
+            token_ids[row, -pad:] = 0
+    segments = np.zeros((batch, length), "int32")
+    segments[:, length // 2:] = 1
+    return {"token_ids": token_ids, "segment_ids": segments * mask, "padding_mask": mask}
+
+
+@pytest.fixture
+def backbone():
+    return models.BertBackbone.from_preset("bert_tiny", vocabulary_size=300, max_sequence_length=32)
+
+
+@pytest.mark.parametrize(
+    "preset, expected", [("bert_base", 109_482_240), ("bert_large", 335_141_888)]
+)
+def test_published_parameter_counts(preset, expected):
+    # Exactly Hugging Face BertModel's counts for Google's 30,522-token vocabulary
+    # (the paper rounds them to 110M and 340M).
+    backbone = models.BertBackbone.from_preset(preset, vocabulary_size=30522)
+    assert backbone.count_params() == expected
+    assert backbone.intermediate_dim == 4 * backbone.hidden_dim
+
+
+def test_presets_have_the_released_shapes():
+    shapes = {name: (p["num_layers"], p["hidden_dim"], p["num_heads"]) for name, p in models.BERT_PRESETS.items()}
+    assert shapes == {
+        "bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
+        "bert_medium": (8, 512, 8), "bert_base": (12, 768, 12), "bert_large": (24, 1024, 16),
+    }
+
+
+@pytest.mark.parametrize("model_name", ["backbone", "pretrainer", "classifier"])
+def test_config_round_trip_and_safe_mode_reload(tmp_path, backbone, model_name):
+    x = _inputs()
+    if model_name == "pretrainer":
+        model = models.BertPretrainer(backbone)
+        x["masked_positions"] = np.array([[1, 2], [3, 4], [0, 1]], "int32")
+    elif model_name == "classifier":
+        model = models.BertClassifier(backbone, num_classes=3)
+    else:
+        model = backbone
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
+    assert config["registered_name"].startswith("tfnlp>")
+    rebuilt = keras.saving.deserialize_keras_object(config)
+    assert rebuilt.count_params() == model.count_params()
+    path = os.path.join(tmp_path, "model.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert_allclose(restored(x), model(x), atol=0.0)
+    if model_name == "pretrainer":
+        assert restored.masked_lm_head.token_embedding is restored.backbone.token_embedding
+
+
+def test_padding_does_not_change_real_tokens(backbone):
+    x = _inputs(batch=1, length=8, padding=(0,))
+    longer = {k: np.pad(v, [[0, 0], [0, 8]]) for k, v in x.items()}
+    short_out = backbone(x)
+    long_out = backbone(longer)
+    assert_allclose(long_out["sequence_output"][:, :8], short_out["sequence_output"], atol=1e-5)
+    assert_allclose(long_out["pooled_output"], short_out["pooled_output"], atol=1e-5)
+
+
+def test_masked_lm_head_equals_full_projection_then_gather(backbone):
+    pretrainer = models.BertPretrainer(backbone)
+    x = _inputs()
+    positions = np.array([[1, 5, 7], [0, 2, 3], [4, 4, 1]], "int32")
+    logits = pretrainer({**x, "masked_positions": positions})["mlm"]
+    sequence = backbone(x)["sequence_output"]
+    head = pretrainer.masked_lm_head
+    full = head._norm(head._transform(sequence)) @ tf.transpose(backbone.token_embedding.embeddings)
+    full = full + head.output_bias
+    assert_allclose(logits, tf.gather(full, positions, batch_dims=1), atol=1e-5)
+    assert logits.dtype == tf.float32
+
+
+def test_tied_weights_are_shared_not_copied(backbone):
+    pretrainer = models.BertPretrainer(backbone)
+    ids = {id(v) for v in pretrainer.weights}
+    assert len(ids) == len(pretrainer.weights)
+    assert id(backbone.token_embedding.embeddings) in ids
+    assert pretrainer.count_params() - backbone.count_params() == (128 * 128 + 128) + 2 * 128 + 300 + (128 * 2 + 2)
+
+
+def test_pretrainer_and_classifier_train_a_step_under_xla(backbone):
+    pretrainer = models.BertPretrainer(backbone)
+    pretrainer.compile(jit_compile=True)
+    x = {**_inputs(), "masked_positions": np.array([[1, 2], [3, 4], [0, 1]], "int32")}
+    y = {"mlm": np.array([[7, 8], [9, 10], [11, 12]], "int32"), "nsp": np.array([0, 1, 0], "int32")}
+    weights = {"mlm": np.array([[1, 1], [1, 0], [1, 1]], "int32"), "nsp": np.ones(3, "int32")}
+    before = backbone.token_embedding.embeddings.numpy().copy()
+    history = pretrainer.fit(x, y, sample_weight=weights, verbose=0, epochs=2)
+    assert np.isfinite(history.history["loss"]).all()
+    assert {"mlm_accuracy", "nsp_accuracy"} <= set(history.history)
+    assert not np.allclose(before, backbone.token_embedding.embeddings.numpy())
+    classifier = models.BertClassifier(backbone, num_classes=2)
+    classifier.compile(jit_compile=True)
+    history = classifier.fit(_inputs(), np.array([0, 1, 1]), verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_mixed_bfloat16(backbone):
+    mixed = models.BertBackbone.from_preset(
+        "bert_tiny", vocabulary_size=300, max_sequence_length=32, dtype="mixed_bfloat16"
+    )
+    mixed.set_weights(backbone.get_weights())
+    x = _inputs()
+    out = mixed(x)
+    assert out["sequence_output"].dtype == tf.bfloat16
+    assert_allclose(out["pooled_output"], backbone(x)["pooled_output"], atol=0.1, rtol=0.05)
+    logits = models.BertPretrainer(mixed)({**x, "masked_positions": np.zeros((3, 2), "int32")})["mlm"]
+    assert logits.dtype == tf.float32
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"num_heads": 3}, "divisible"), ({"dropout": 1.0}, "dropout"), ({"num_layers": 0}, "num_layers")],
+)
+def test_bad_backbone_configuration(kwargs, message):
+    config = {"vocabulary_size": 100, "num_layers": 2, "num_heads": 2, "hidden_dim": 16, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        models.BertBackbone(**config)
+
+
+def test_bad_task_arguments(backbone):
+    with pytest.raises(ValueError, match="preset"):
+        models.BertBackbone.from_preset("bert_huge", vocabulary_size=10)
+    with pytest.raises(ValueError, match="BertBackbone"):
+        models.BertPretrainer(keras.Sequential())
+    with pytest.raises(ValueError, match="num_classes"):
+        models.BertClassifier(backbone, num_classes=0)
+    with pytest.raises(ValueError, match="rows"):
+        layers.MaskedLMHead(10, token_embedding=keras.layers.Embedding(11, 4))
+
+
+def test_sequence_longer_than_position_table_is_a_clear_error(backbone):
+    x = _inputs(batch=1, length=40, padding=(0,))
+    with pytest.raises(Exception, match="sequence_length"):
+        backbone(x)

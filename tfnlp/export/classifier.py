@@ -1,0 +1,103 @@
+"""Text classifier -> SavedModel that takes raw strings (TF Serving layout)."""
+
+import os
+
+import tensorflow as tf
+
+from tfnlp.data.bert_preprocessor import BertPreprocessor
+from tfnlp.layers import _validation
+
+
+class ClassifierServingModule(tf.Module):
+    """Tokenizer + classifier in one tracked module with explicit signatures.
+
+    Signatures (any batch size; strings that are empty, huge or not UTF-8
+    still give a valid answer, see `WordPieceTokenizer`):
+
+    - `serving_default(text)`: `text` `tf.string (B,)`.
+    - `classify_pairs(text_a, text_b)`: two `tf.string (B,)`.
+
+    Both return `probabilities` float32 `(B, num_classes)`, `label_id` int32
+    `(B,)` and `label` `tf.string (B,)` (the name of the most probable class).
+
+    Args:
+        classifier: a Keras model taking the preprocessor's dict and
+            returning logits `(B, num_classes)`.
+        preprocessor: the `BertPreprocessor` the classifier was trained with.
+        labels: class names, one per class.
+    """
+
+    def __init__(self, classifier, preprocessor, labels):
+        super().__init__(name="classifier_serving")
+        if not isinstance(preprocessor, BertPreprocessor):
+            raise ValueError(f"`preprocessor` must be a BertPreprocessor, got {type(preprocessor).__name__}.")
+        num_classes = classifier.outputs[0].shape[-1]
+        labels = [str(label) for label in labels]
+        if len(labels) != num_classes:
+            raise ValueError(f"`labels` has {len(labels)} names for {num_classes} classes.")
+        self.classifier = classifier
+        self.preprocessor = preprocessor
+        self.labels = tf.constant(labels)
+
+    def _predict(self, inputs):
+        logits = tf.cast(self.classifier(inputs, training=False), tf.float32)
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {
+            "probabilities": probabilities,
+            "label_id": label_id,
+            "label": tf.gather(self.labels, label_id),
+        }
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def classify(self, text):
+        return self._predict(self.preprocessor(text))
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text_a"),
+            tf.TensorSpec([None], tf.string, name="text_b"),
+        ]
+    )
+    def classify_pairs(self, text_a, text_b):
+        return self._predict(self.preprocessor((text_a, text_b)))
+
+
+def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
+    """Writes `export_dir/VERSION/` (the layout TF Serving watches).
+
+    The SavedModel needs only TensorFlow and tensorflow-text to load
+    (`import tensorflow_text` registers its ops); tfnlp is not needed.
+
+    Args:
+        classifier: a Keras model returning logits (e.g. `BertClassifier`).
+        preprocessor: its `BertPreprocessor`.
+        export_dir: the model's directory, e.g. `saved_models/reviews`.
+        labels: class names.
+        version: int, the version subdirectory.
+
+    Returns:
+        The path of the written version.
+
+    Example:
+
+    >>> from tfnlp import data, models
+    >>> import tempfile
+    >>> vocab = list(data.SPECIAL_TOKENS) + ["good", "bad"]
+    >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    >>> backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=7)
+    >>> path = export_classifier(models.BertClassifier(backbone, 2), preprocessor,
+    ...                          tempfile.mkdtemp(), labels=["bad", "good"])
+    >>> served = tf.saved_model.load(path).signatures["serving_default"]
+    >>> served(text=tf.constant(["good", ""]))["probabilities"].shape
+    TensorShape([2, 2])
+    """
+    version = _validation.positive_int("version", version)
+    module = ClassifierServingModule(classifier, preprocessor, labels)
+    path = os.path.join(export_dir, str(version))
+    tf.saved_model.save(
+        module,
+        path,
+        signatures={"serving_default": module.classify, "classify_pairs": module.classify_pairs},
+    )
+    return path

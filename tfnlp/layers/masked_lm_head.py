@@ -1,0 +1,138 @@
+"""Masked-language-model head applied at the masked positions only."""
+
+import keras
+import tensorflow as tf
+
+from tfnlp.layers import _validation
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class MaskedLMHead(keras.layers.Layer):
+    """BERT's masked-LM head, computed only at the gathered masked positions.
+
+    Gathers the `P` masked positions of the sequence first, then applies
+    `Dense(hidden, activation) -> LayerNorm -> vocabulary projection + bias`.
+    Projecting `P` vectors instead of all `T` makes the vocabulary-sized
+    matmul (and its gradient) `T / P` times cheaper (6.4x for 128 / 20).
+
+    The projection is tied to the token embedding when `token_embedding` (a
+    `keras.layers.Embedding`) is given: logits = `h Eᵀ + b`. Without it the
+    head owns a `(hidden, vocabulary_size)` kernel. The embedding is not part
+    of the config: models that tie (e.g. `BertPretrainer`) pass it again when
+    they are rebuilt from their config.
+
+    Args:
+        vocabulary_size: int, number of output classes.
+        token_embedding: optional `keras.layers.Embedding` to tie to.
+        activation: activation of the transform (`"gelu"` in BERT).
+        layer_norm_epsilon: float.
+        kernel_initializer: initializer of the kernels.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: tensor `(B, T, hidden)`, the encoder's sequence output.
+        masked_positions: int tensor `(B, P)`, positions in `[0, T)`.
+
+    Returns:
+        Logits `(B, P, vocabulary_size)`, float32 under mixed precision (so
+        the softmax cross-entropy runs in float32).
+
+    Example:
+
+    >>> head = MaskedLMHead(vocabulary_size=100)
+    >>> sequence = keras.ops.ones((2, 16, 32))
+    >>> head(sequence, masked_positions=tf.constant([[1, 5], [0, 3]])).shape
+    TensorShape([2, 2, 100])
+
+    References:
+        Devlin et al., "BERT", 2019, appendix A.1 (the gathered, tied head as
+        in the released code).
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        token_embedding=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
+        if token_embedding is not None:
+            if not isinstance(token_embedding, keras.layers.Embedding):
+                raise ValueError(
+                    "`token_embedding` must be a keras.layers.Embedding, got "
+                    f"{type(token_embedding).__name__}."
+                )
+            if token_embedding.input_dim != self.vocabulary_size:
+                raise ValueError(
+                    f"`token_embedding` has {token_embedding.input_dim} rows but "
+                    f"`vocabulary_size` is {self.vocabulary_size}."
+                )
+        self.token_embedding = token_embedding
+        self.activation = keras.activations.get(activation)
+        self.layer_norm_epsilon = _validation.positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon
+        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+
+    def build(self, inputs_shape, masked_positions_shape=None):
+        hidden_dim = _validation.last_dim("inputs", inputs_shape)
+        if self.token_embedding is not None and self.token_embedding.output_dim != hidden_dim:
+            raise ValueError(
+                f"The tied `token_embedding` has width {self.token_embedding.output_dim}, "
+                f"but `inputs` have hidden size {hidden_dim}."
+            )
+        self._transform = keras.layers.Dense(
+            hidden_dim,
+            activation=self.activation,
+            kernel_initializer=self.kernel_initializer,
+            dtype=self.dtype_policy,
+            name="transform",
+        )
+        self._transform.build((None, None, hidden_dim))
+        self._norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_norm"
+        )
+        self._norm.build((None, None, hidden_dim))
+        if self.token_embedding is None:
+            self.output_kernel = self.add_weight(
+                name="output_kernel",
+                shape=(hidden_dim, self.vocabulary_size),
+                initializer=self.kernel_initializer,
+            )
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.vocabulary_size,), initializer="zeros"
+        )
+        self.built = True
+
+    def call(self, inputs, masked_positions):
+        masked_positions = tf.cast(masked_positions, tf.int32)
+        gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)
+        hidden = self._norm(self._transform(gathered))
+        if self.token_embedding is not None:
+            kernel = tf.cast(self.token_embedding.embeddings, hidden.dtype)
+            logits = tf.matmul(hidden, kernel, transpose_b=True)  # (B, P, V)
+        else:
+            logits = tf.matmul(hidden, tf.cast(self.output_kernel, hidden.dtype))
+        logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+        return logits
+
+    def compute_output_spec(self, inputs, masked_positions):
+        return keras.KerasTensor(
+            tuple(masked_positions.shape) + (self.vocabulary_size,), dtype="float32"
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "activation": keras.activations.serialize(self.activation),
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            }
+        )
+        return config

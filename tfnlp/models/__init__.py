@@ -1,0 +1,9 @@
+"""tfnlp models: Functional backbones and the task models built on them."""
+
+from tfnlp.models.bert_backbone import BERT_PRESETS
+from tfnlp.models.bert_backbone import BertBackbone
+from tfnlp.models.bert_classifier import BertClassifier
+from tfnlp.models.bert_pretrainer import BertPretrainer
+from tfnlp.models.bert_pretrainer import pretraining_batch
+
+__all__ = ["BERT_PRESETS", "BertBackbone", "BertClassifier", "BertPretrainer", "pretraining_batch"]

@@ -1,0 +1,192 @@
+"""The BERT encoder as a Keras Functional model."""
+
+import copy
+
+import keras
+
+from tfnlp.layers import _validation
+from tfnlp.layers.position_embedding import PositionEmbedding
+from tfnlp.layers.transformer_block import TransformerBlock
+
+# Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
+BERT_PRESETS = {
+    "bert_tiny": {"num_layers": 2, "hidden_dim": 128, "num_heads": 2},
+    "bert_mini": {"num_layers": 4, "hidden_dim": 256, "num_heads": 4},
+    "bert_small": {"num_layers": 4, "hidden_dim": 512, "num_heads": 8},
+    "bert_medium": {"num_layers": 8, "hidden_dim": 512, "num_heads": 8},
+    "bert_base": {"num_layers": 12, "hidden_dim": 768, "num_heads": 12},
+    "bert_large": {"num_layers": 24, "hidden_dim": 1024, "num_heads": 16},
+}
+
+
+def bert_kernel_initializer():
+    """BERT initialises every kernel from a truncated normal with stddev 0.02."""
+    return keras.initializers.TruncatedNormal(stddev=0.02)
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertBackbone(keras.Model):
+    """BERT: token + segment + learned position embeddings and post-LN blocks.
+
+    `embeddings = LayerNorm(token + segment + position)`, dropout, then
+    `num_layers` post-LN `TransformerBlock`s with GELU (layer norm epsilon
+    1e-12 as released), and a pooler: `tanh(Dense(sequence_output[:, 0]))`.
+
+    Inputs (a dict, all int32 `(B, T)`, any `T <= max_sequence_length`):
+    `token_ids`, `segment_ids` (0 / 1), `padding_mask` (1 real, 0 padding;
+    int so that `tf.distribute` can feed it). Outputs (a dict):
+    `sequence_output` `(B, T, hidden_dim)` and `pooled_output`
+    `(B, hidden_dim)`.
+
+    Args:
+        vocabulary_size: int.
+        num_layers: int.
+        num_heads: int; must divide `hidden_dim`.
+        hidden_dim: int.
+        intermediate_dim: int, FFN size; defaults to `4 * hidden_dim`.
+        dropout: float in [0, 1), on embeddings, attention and sublayers.
+        max_sequence_length: int, size of the position table.
+        num_segments: int, size of the segment table.
+        **kwargs: base model arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> outputs = backbone({
+    ...     "token_ids": tf.constant([[2, 45, 67, 3, 0]]),
+    ...     "segment_ids": tf.zeros((1, 5), tf.int32),
+    ...     "padding_mask": tf.constant([[1, 1, 1, 1, 0]]),
+    ... })
+    >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape
+    (TensorShape([1, 5, 128]), TensorShape([1, 128]))
+
+    References:
+        Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers
+        for Language Understanding", 2019.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim=None,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        **kwargs,
+    ):
+        vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
+        num_layers = _validation.positive_int("num_layers", num_layers)
+        num_heads = _validation.positive_int("num_heads", num_heads)
+        hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
+        intermediate_dim = _validation.positive_int(
+            "intermediate_dim", intermediate_dim or 4 * hidden_dim
+        )
+        dropout = _validation.rate("dropout", dropout)
+        max_sequence_length = _validation.positive_int("max_sequence_length", max_sequence_length)
+        num_segments = _validation.positive_int("num_segments", num_segments)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
+            )
+        dtype = kwargs.pop("dtype", None)
+        initializer = bert_kernel_initializer()
+
+        # === Layers ===
+        self.token_embedding = keras.layers.Embedding(
+            vocabulary_size, hidden_dim, embeddings_initializer=initializer,
+            dtype=dtype, name="token_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            num_segments, hidden_dim, embeddings_initializer=initializer,
+            dtype=dtype, name="segment_embedding",
+        )
+        self.position_embedding = PositionEmbedding(
+            max_sequence_length, initializer=initializer, dtype=dtype, name="position_embedding"
+        )
+        self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
+        self.embeddings_norm = keras.layers.LayerNormalization(
+            epsilon=1e-12, dtype=dtype, name="embeddings_norm"
+        )
+        self.embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        self.transformer_layers = [
+            TransformerBlock(
+                num_heads, intermediate_dim, dropout=dropout, activation="gelu",
+                layer_norm_epsilon=1e-12, kernel_initializer=initializer, dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = keras.layers.Dense(
+            hidden_dim, activation="tanh", kernel_initializer=initializer, dtype=dtype, name="pooler"
+        )
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        tokens = self.token_embedding(inputs["token_ids"])
+        x = self.embeddings_add(
+            [tokens, self.segment_embedding(inputs["segment_ids"]), self.position_embedding(tokens)]
+        )
+        x = self.embeddings_dropout(self.embeddings_norm(x))
+        for block in self.transformer_layers:
+            x = block(x, padding_mask=inputs["padding_mask"])
+        pooled = self.pooler(x[:, 0, :])
+        super().__init__(
+            inputs=inputs,
+            outputs={"sequence_output": x, "pooled_output": pooled},
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+
+    @classmethod
+    def from_preset(cls, preset, vocabulary_size, **overrides):
+        """A backbone of a released BERT size (random weights).
+
+        Args:
+            preset: one of `BERT_PRESETS` (`"bert_tiny"` ... `"bert_large"`).
+            vocabulary_size: int (30,522 for Google's English vocabulary).
+            **overrides: any other constructor argument.
+        """
+        if preset not in BERT_PRESETS:
+            raise ValueError(f"`preset` must be one of {sorted(BERT_PRESETS)}, got {preset!r}.")
+        config = copy.deepcopy(BERT_PRESETS[preset])
+        config.update(overrides)
+        return cls(vocabulary_size=vocabulary_size, **config)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+

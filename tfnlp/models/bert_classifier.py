@@ -1,0 +1,81 @@
+"""Text (or text-pair) classification on a BERT backbone."""
+
+import keras
+
+from tfnlp.layers import _validation
+from tfnlp.models.bert_backbone import BertBackbone
+from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertClassifier(keras.Model):
+    """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
+
+    Takes the backbone's inputs (single texts or text pairs, as packed by
+    `tfnlp.data.BertPreprocessor`) and returns class logits `(B,
+    num_classes)` in float32. `compile()` without arguments uses AdamW with
+    the BERT fine-tuning defaults (learning rate 2e-5, weight decay 0.01 off
+    LayerNorm and biases), sparse cross-entropy on logits and accuracy.
+
+    Args:
+        backbone: a `BertBackbone` (pretrained or not).
+        num_classes: int.
+        dropout: float in [0, 1), dropout on the pooled output.
+        **kwargs: base model arguments (`name`, ...).
+
+    Example:
+
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> classifier = BertClassifier(backbone, num_classes=3)
+    >>> classifier({
+    ...     "token_ids": tf.constant([[2, 45, 3]]),
+    ...     "segment_ids": tf.zeros((1, 3), tf.int32),
+    ...     "padding_mask": tf.ones((1, 3), tf.int32),
+    ... }).shape
+    TensorShape([1, 3])
+    """
+
+    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        if not isinstance(backbone, BertBackbone):
+            raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        num_classes = _validation.positive_int("num_classes", num_classes)
+        dropout = _validation.rate("dropout", dropout)
+        self.backbone = backbone
+        self.output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
+        self.output_dense = keras.layers.Dense(
+            num_classes, kernel_initializer=bert_kernel_initializer(), dtype="float32", name="logits"
+        )
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
+        }
+        pooled = backbone(inputs)["pooled_output"]
+        logits = self.output_dense(self.output_dropout(pooled))
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.num_classes = num_classes
+        self.dropout = dropout
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if optimizer == "auto":
+            optimizer = keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01)
+            optimizer.exclude_from_weight_decay(var_names=["bias", "beta", "gamma", "norm"])
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if metrics == "auto":
+            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,101 @@
+"""BERT pretraining: masked LM at the masked positions + next-sentence prediction."""
+
+import keras
+
+from tfnlp.layers.masked_lm_head import MaskedLMHead
+from tfnlp.models.bert_backbone import BertBackbone
+from tfnlp.models.bert_backbone import bert_kernel_initializer
+
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def pretraining_batch(batch):
+    """Splits a `tfnlp.data.bert_pretraining_dataset` batch into `(x, y, sample_weight)`.
+
+    Use as `dataset.map(pretraining_batch)` before `BertPretrainer.fit`: the
+    masked-LM loss is weighted by `masked_weights`, so padded prediction
+    slots count for nothing.
+    """
+    x = {name: batch[name] for name in BACKBONE_INPUTS + ("masked_positions",)}
+    y = {"mlm": batch["masked_ids"], "nsp": batch["next_sentence_labels"]}
+    weights = {"mlm": batch["masked_weights"], "nsp": keras.ops.ones_like(batch["next_sentence_labels"])}
+    return x, y, weights
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertPretrainer(keras.Model):
+    """A `BertBackbone` with BERT's two pretraining heads.
+
+    Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied
+    only at `masked_positions`. Next-sentence prediction: `Dense(2)` on the
+    pooled output. Both output logits (float32 under mixed precision).
+
+    `compile()` without arguments uses AdamW (weight decay 0.01, not applied
+    to LayerNorm weights and biases), sparse cross-entropy on both heads
+    (weight the masked-LM one with `masked_weights`, see
+    `pretraining_batch`), and accuracy metrics `mlm_accuracy` and
+    `nsp_accuracy`.
+
+    Args:
+        backbone: a `BertBackbone`.
+        **kwargs: base model arguments (`name`, ...).
+
+    Example:
+
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> pretrainer = BertPretrainer(backbone)
+    >>> sorted(pretrainer.output_names)
+    ['mlm', 'nsp']
+    """
+
+    def __init__(self, backbone, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        if not isinstance(backbone, BertBackbone):
+            raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        self.backbone = backbone
+        self.masked_lm_head = MaskedLMHead(
+            backbone.vocabulary_size,
+            token_embedding=backbone.token_embedding,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=backbone.dtype_policy,
+            name="mlm",
+        )
+        self.next_sentence_head = keras.layers.Dense(
+            2, kernel_initializer=bert_kernel_initializer(), dtype="float32", name="nsp"
+        )
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in BACKBONE_INPUTS + ("masked_positions",)
+        }
+        outputs = backbone({name: inputs[name] for name in BACKBONE_INPUTS})
+        mlm = self.masked_lm_head(outputs["sequence_output"], masked_positions=inputs["masked_positions"])
+        nsp = self.next_sentence_head(outputs["pooled_output"])
+        super().__init__(inputs=inputs, outputs={"mlm": mlm, "nsp": nsp}, **kwargs)
+
+    def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
+        if optimizer == "auto":
+            optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01)
+            optimizer.exclude_from_weight_decay(var_names=["bias", "beta", "gamma", "norm"])
+        if loss == "auto":
+            loss = {
+                "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            }
+        if weighted_metrics == "auto":
+            weighted_metrics = {
+                "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+                "nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            }
+        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

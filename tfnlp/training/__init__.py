@@ -1,0 +1,5 @@
+"""Training utilities: learning-rate schedules (strategies and callbacks to come)."""
+
+from tfnlp.training.schedules import LinearWarmupLinearDecay
+
+__all__ = ["LinearWarmupLinearDecay"]

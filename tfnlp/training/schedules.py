@@ -1,0 +1,56 @@
+"""Learning-rate schedules."""
+
+import keras
+import tensorflow as tf
+
+from tfnlp.layers import _validation
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """BERT's schedule: linear warm-up to `peak`, then linear decay to `end`.
+
+    `lr(step) = peak * step / warmup_steps` for `step < warmup_steps`, then
+    falls linearly to `end_learning_rate` at `total_steps` and stays there.
+
+    Args:
+        peak_learning_rate: float.
+        warmup_steps: int, may be 0.
+        total_steps: int, greater than `warmup_steps`.
+        end_learning_rate: float.
+
+    Example:
+
+    >>> schedule = LinearWarmupLinearDecay(1e-3, warmup_steps=10, total_steps=110)
+    >>> [round(float(schedule(s)), 6) for s in (0, 5, 10, 60, 110, 500)]
+    [0.0, 0.0005, 0.001, 0.0005, 0.0, 0.0]
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0):
+        self.peak_learning_rate = _validation.positive_float("peak_learning_rate", peak_learning_rate)
+        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+            raise ValueError(f"`warmup_steps` must be an int >= 0, got {warmup_steps!r}.")
+        self.warmup_steps = warmup_steps
+        self.total_steps = _validation.positive_int("total_steps", total_steps)
+        if self.total_steps <= warmup_steps:
+            raise ValueError(
+                f"`total_steps` ({total_steps}) must exceed `warmup_steps` ({warmup_steps})."
+            )
+        self.end_learning_rate = float(end_learning_rate)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        warmup = self.peak_learning_rate * step / max(self.warmup_steps, 1)
+        progress = (step - self.warmup_steps) / (self.total_steps - self.warmup_steps)
+        decay = self.peak_learning_rate + (self.end_learning_rate - self.peak_learning_rate) * tf.minimum(
+            progress, 1.0
+        )
+        return tf.where(step < self.warmup_steps, warmup, decay)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "total_steps": self.total_steps,
+            "end_learning_rate": self.end_learning_rate,
+        }
