@@ -1,40 +1,18 @@
 """The exported classifier, loaded in a fresh process without tfnlp."""
 
-import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.export.fresh_process import serve
 from tfnlp import data, export, models
 
-LOADER = textwrap.dedent(
-    """
-    import json, sys
-    import tensorflow as tf
-    import tensorflow_text  # registers the ops; tfnlp itself is not imported
-    assert "tfnlp" not in sys.modules
-    model = tf.saved_model.load(sys.argv[1])
-    requests = json.load(open(sys.argv[2]))
-    out = []
-    for request in requests:
-        if "text" in request:
-            texts = [t.encode("latin-1") for t in request["text"]]  # raw bytes, maybe not UTF-8
-            result = model.signatures["serving_default"](text=tf.constant(texts, tf.string))
-        else:
-            result = model.signatures["classify_pairs"](
-                text_a=tf.constant(request["text_a"]), text_b=tf.constant(request["text_b"]))
-        out.append({k: v.numpy().tolist() for k, v in result.items()})
-    print(json.dumps(out, default=lambda b: b.decode()))
-    """
-)
-
 TEXTS = ["Great coffee, will buy again!", "stale and bland", "", "   ", "x" * 300_000,
-         "\\xff\\xfe broken bytes", "emoji \U0001F600 and 中文"]
+         "emoji \U0001F600 and 中文"]
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +25,6 @@ def exported(tmp_path_factory, corpus_vocabulary):
     directory = tmp_path_factory.mktemp("saved_models") / "reviews"
     path = export.export_classifier(classifier, preprocessor, str(directory), labels=["other", "great"])
     return path, classifier, preprocessor
-
-
-def _serve(path, requests, tmp_path):
-    request_file = tmp_path / "requests.json"
-    request_file.write_text(json.dumps(requests))
-    result = subprocess.run([sys.executable, "-c", LOADER, path, str(request_file)],
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def _bytes(text):
-    return text.encode("utf-8").decode("latin-1")  # survives JSON as raw bytes
 
 
 def test_layout_and_signatures(exported):
@@ -76,11 +41,10 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
     path, classifier, preprocessor = exported
     singles = [TEXTS[:1], TEXTS]
     pairs = {"text_a": ["good", "", "bad taste"], "text_b": ["", "only b", "x" * 1000]}
-    requests = [{"text": [_bytes(t) for t in batch]} for batch in singles] + [pairs]
-    served = _serve(path, requests, tmp_path)
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in singles]
+                   + [{"signature": "classify_pairs", "inputs": pairs}], tmp_path)
     for batch, result in zip(singles, served[:2], strict=True):
-        texts = [t.encode("utf-8") for t in batch]
-        logits = classifier(preprocessor(tf.constant(texts)), training=False)
+        logits = classifier(preprocessor(tf.constant(batch)), training=False)
         expected = tf.nn.softmax(logits).numpy()
         np.testing.assert_allclose(result["probabilities"], expected, atol=1e-5)
         np.testing.assert_array_equal(result["label_id"], expected.argmax(-1))
@@ -91,8 +55,10 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
 
 def test_bad_input_gives_valid_results(exported, tmp_path):
     path, _, _ = exported
-    invalid_utf8 = "\xff\xfe\xc3"  # as latin-1 -> the bytes ff fe c3: not UTF-8
-    served = _serve(path, [{"text": [invalid_utf8, "", "\x00\x07"]}, {"text": []}], tmp_path)
+    served = serve(path, [
+        {"signature": "serving_default", "inputs": {"text": [b"\xff\xfe\xc3", "", "\x00\x07"]}},
+        {"signature": "serving_default", "inputs": {"text": []}},
+    ], tmp_path)
     probabilities = np.array(served[0]["probabilities"])
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)

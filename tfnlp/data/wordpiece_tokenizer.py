@@ -33,7 +33,7 @@ class WordPieceTokenizer(PreprocessingLayer):
         **kwargs: base layer arguments (`name`, ...).
 
     Call arguments:
-        inputs: `tf.string` tensor of any shape `(...)`.
+        inputs: `tf.string` tensor of any shape `(...)`, dense or ragged.
 
     Returns:
         `tf.RaggedTensor` of int32 ids, shape `(..., None)`.
@@ -99,6 +99,8 @@ class WordPieceTokenizer(PreprocessingLayer):
         return self.vocabulary[token_id]
 
     def call(self, inputs):
+        if isinstance(inputs, tf.RaggedTensor):  # e.g. texts split into pieces
+            return inputs.with_flat_values(self.call(inputs.flat_values))
         inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
             raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")

@@ -1,11 +1,9 @@
 """Text classifier -> SavedModel that takes raw strings (TF Serving layout)."""
 
-import os
-
 import tensorflow as tf
 
-from tfnlp.data.bert_preprocessor import BertPreprocessor
-from tfnlp.layers import _validation
+from tfnlp.export._common import check_preprocessor
+from tfnlp.export._common import save
 
 
 class ClassifierServingModule(tf.Module):
@@ -29,8 +27,7 @@ class ClassifierServingModule(tf.Module):
 
     def __init__(self, classifier, preprocessor, labels):
         super().__init__(name="classifier_serving")
-        if not isinstance(preprocessor, BertPreprocessor):
-            raise ValueError(f"`preprocessor` must be a BertPreprocessor, got {type(preprocessor).__name__}.")
+        check_preprocessor(preprocessor)
         num_classes = classifier.outputs[0].shape[-1]
         labels = [str(label) for label in labels]
         if len(labels) != num_classes:
@@ -92,12 +89,8 @@ def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
     >>> served(text=tf.constant(["good", ""]))["probabilities"].shape
     TensorShape([2, 2])
     """
-    version = _validation.positive_int("version", version)
     module = ClassifierServingModule(classifier, preprocessor, labels)
-    path = os.path.join(export_dir, str(version))
-    tf.saved_model.save(
-        module,
-        path,
-        signatures={"serving_default": module.classify, "classify_pairs": module.classify_pairs},
+    return save(
+        module, export_dir, version,
+        {"serving_default": module.classify, "classify_pairs": module.classify_pairs},
     )
-    return path

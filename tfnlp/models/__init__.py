@@ -2,8 +2,20 @@
 
 from tfnlp.models.bert_backbone import BERT_PRESETS
 from tfnlp.models.bert_backbone import BertBackbone
+from tfnlp.models.bert_checkpoints import load_google_checkpoint
+from tfnlp.models.bert_checkpoints import load_hugging_face_checkpoint
+from tfnlp.models.bert_checkpoints import save_google_checkpoint
 from tfnlp.models.bert_classifier import BertClassifier
 from tfnlp.models.bert_pretrainer import BertPretrainer
 from tfnlp.models.bert_pretrainer import pretraining_batch
 
-__all__ = ["BERT_PRESETS", "BertBackbone", "BertClassifier", "BertPretrainer", "pretraining_batch"]
+__all__ = [
+    "BERT_PRESETS",
+    "BertBackbone",
+    "BertClassifier",
+    "BertPretrainer",
+    "load_google_checkpoint",
+    "load_hugging_face_checkpoint",
+    "pretraining_batch",
+    "save_google_checkpoint",
+]

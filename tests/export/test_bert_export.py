@@ -1,0 +1,60 @@
+"""Backbone features and fill-mask served from SavedModels in a fresh process."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.export.fresh_process import serve
+from tfnlp import data, export, models
+
+
+@pytest.fixture(scope="module")
+def bert(corpus_vocabulary):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 24)
+    backbone = models.BertBackbone.from_preset(
+        "bert_tiny", vocabulary_size=len(corpus_vocabulary), max_sequence_length=24
+    )
+    return backbone, models.BertPretrainer(backbone), preprocessor
+
+
+def test_backbone_features_match_in_memory(bert, tmp_path):
+    backbone, _, preprocessor = bert
+    path = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert"))
+    texts = ["The cat sat on the mat.", "", b"\xff not utf-8"]
+    served = serve(path, [
+        {"signature": "serving_default", "inputs": {"text": texts}},
+        {"signature": "serving_default", "inputs": {"text": texts[:1]}},
+        {"signature": "encode_pairs", "inputs": {"text_a": texts[:2], "text_b": ["b side", ""]}},
+    ], tmp_path)
+    batches = [
+        preprocessor(tf.constant([t if isinstance(t, bytes) else t.encode() for t in texts])),
+        preprocessor(tf.constant([texts[0]])),
+        preprocessor((tf.constant(texts[:2]), tf.constant(["b side", ""]))),
+    ]
+    for result, inputs in zip(served, batches, strict=True):
+        expected = backbone(inputs)
+        np.testing.assert_allclose(result["pooled_output"], expected["pooled_output"], atol=1e-5)
+        np.testing.assert_allclose(result["sequence_output"], expected["sequence_output"], atol=1e-5)
+        np.testing.assert_array_equal(result["padding_mask"], inputs["padding_mask"])
+
+
+def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
+    _, pretrainer, preprocessor = bert
+    path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
+    texts = ["The [MASK] sat on the [MASK].", "no mask here", "[MASK]", "a [MASK] b [MASK] c [MASK]"]
+    result = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}], tmp_path)[0]
+    assert result["mask_count"] == [2, 0, 1, 2]  # at most max_masks answered
+    tokenizer = preprocessor.tokenizer
+    # The first text: where are its masks, and what does the in-memory model say?
+    pieces = [tokenizer(tf.constant(p)).numpy().tolist() for p in ["The ", " sat on the ", "."]]
+    ids = [tokenizer.cls_id, *pieces[0], tokenizer.mask_id, *pieces[1], tokenizer.mask_id, *pieces[2], tokenizer.sep_id]
+    positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_id]
+    assert result["mask_positions"][0] == positions
+    inputs = preprocessor.packer(tf.ragged.constant([ids[1:-1]], tf.int32))
+    logits = pretrainer({**inputs, "masked_positions": tf.constant([positions])})["mlm"]
+    probabilities, top = tf.math.top_k(tf.nn.softmax(logits), 3)
+    np.testing.assert_array_equal(result["token_ids"][0], top[0])
+    np.testing.assert_allclose(result["probabilities"][0], probabilities[0], atol=1e-5)
+    vocabulary = tokenizer.get_vocabulary()
+    assert result["tokens"][0] == [[vocabulary[i] for i in row] for row in top[0].numpy()]
+    np.testing.assert_array_equal(result["probabilities"][1], 0.0)  # no mask: padded rows

@@ -1,0 +1,113 @@
+"""Importing released BERT weights: Google TF1 checkpoints and Hugging Face."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import assert_allclose
+from tfnlp import models
+
+RNG = np.random.default_rng(0)
+
+
+def _padded_pairs(vocabulary_size=300):
+    ids = RNG.integers(5, vocabulary_size, (3, 16)).astype("int32")
+    segments = np.zeros((3, 16), "int32")
+    segments[:, 7:] = 1
+    mask = np.ones((3, 16), "int32")
+    mask[1, 12:] = 0
+    mask[2, 9:] = 0
+    return {"token_ids": ids * mask, "segment_ids": segments * mask, "padding_mask": mask}
+
+
+def _random_pretrainer():
+    backbone = models.BertBackbone(300, num_layers=2, num_heads=4, hidden_dim=64,
+                                   intermediate_dim=96, max_sequence_length=32)
+    pretrainer = models.BertPretrainer(backbone)
+    for variable in pretrainer.weights:  # non-trivial biases and norms too
+        variable.assign(RNG.normal(0, 0.05, variable.shape).astype("float32") + (
+            1.0 if variable.path.endswith("gamma") else 0.0))
+    return pretrainer
+
+
+def test_google_checkpoint_round_trip_with_original_names(tmp_path):
+    pretrainer = _random_pretrainer()
+    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path), pretrainer=pretrainer)
+    shapes = dict(tf.train.list_variables(str(tmp_path / "bert_model.ckpt")))
+    assert shapes["bert/encoder/layer_1/attention/self/query/kernel"] == [64, 64]
+    assert shapes["bert/encoder/layer_0/attention/output/dense/kernel"] == [64, 64]
+    assert shapes["bert/embeddings/word_embeddings"] == [300, 64]
+    assert shapes["cls/seq_relationship/output_weights"] == [2, 64]
+    assert json.loads((tmp_path / "bert_config.json").read_text())["intermediate_size"] == 96
+    loaded = models.load_google_checkpoint(str(tmp_path), pretrainer_cls=models.BertPretrainer)
+    x = {**_padded_pairs(), "masked_positions": np.array([[1, 2], [3, 4], [5, 6]], "int32")}
+    assert_allclose(loaded(x), pretrainer(x), atol=0.0)
+    backbone_only = models.load_google_checkpoint(str(tmp_path))
+    pairs = _padded_pairs()
+    assert_allclose(backbone_only(pairs), pretrainer.backbone(pairs), atol=0.0)
+
+
+def test_mismatches_are_all_reported_before_anything_changes(tmp_path):
+    pretrainer = _random_pretrainer()
+    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path))
+    config = json.loads((tmp_path / "bert_config.json").read_text())
+    config["intermediate_size"] = 128  # the checkpoint has 96
+    (tmp_path / "bert_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"\(6 problems\)") as error:  # 3 tensors x 2 layers
+        models.load_google_checkpoint(str(tmp_path))
+    assert "layer_0/intermediate/dense/kernel: shape (64, 96)" in str(error.value)
+    assert "layer_1/output/dense/kernel" in str(error.value)
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
+    models.save_google_checkpoint(_random_pretrainer().backbone, str(tmp_path))
+    data_file = next(tmp_path.glob("bert_model.ckpt.data-*"))
+    data_file.write_bytes(data_file.read_bytes()[:100])  # truncated
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        models.load_google_checkpoint(str(tmp_path))
+    (tmp_path / "bert_model.ckpt.index").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="Cannot read the TF checkpoint"):
+        models.load_google_checkpoint(str(tmp_path))
+
+
+def test_matches_a_hugging_face_bert_after_import(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=96, max_position_embeddings=32, hidden_act="gelu",
+    )
+    reference = transformers.BertForPreTraining(config).eval()
+    with torch.no_grad():  # random, non-zero biases and norms (HF initialises them to 0 / 1)
+        for name, parameter in reference.named_parameters():
+            if "bias" in name or "LayerNorm" in name:
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+    reference.save_pretrained(tmp_path, safe_serialization=True)
+    pretrainer = models.load_hugging_face_checkpoint(str(tmp_path), pretrainer_cls=models.BertPretrainer)
+
+    x = _padded_pairs()
+    positions = np.array([[1, 2, 3], [4, 5, 6], [0, 7, 8]], "int32")
+    with torch.no_grad():
+        expected = reference(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+            output_hidden_states=True,
+        )
+        pooled = reference.bert.pooler(expected.hidden_states[-1]).numpy()
+    ours = pretrainer.backbone(x)
+    # Every position, padding included: both mask padded keys only.
+    assert_allclose(ours["sequence_output"], expected.hidden_states[-1].numpy(), atol=1e-4)
+    assert_allclose(ours["pooled_output"], pooled, atol=1e-4)
+    heads = pretrainer({**x, "masked_positions": positions})
+    mlm = np.take_along_axis(expected.prediction_logits.numpy(), positions[:, :, None], axis=1)
+    assert_allclose(heads["mlm"], mlm, atol=1e-4)
+    assert_allclose(heads["nsp"], expected.seq_relationship_logits.numpy(), atol=1e-4)
+
+    # BertModel weights (no "bert." prefix, no heads) load into a backbone.
+    reference.bert.save_pretrained(tmp_path / "model_only", safe_serialization=True)
+    backbone = models.load_hugging_face_checkpoint(str(tmp_path / "model_only"))
+    assert_allclose(backbone(x)["pooled_output"], pooled, atol=1e-4)

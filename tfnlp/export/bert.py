@@ -1,0 +1,130 @@
+"""BERT backbone and pretrainer -> SavedModels that take raw strings."""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tfnlp.export._common import check_preprocessor
+from tfnlp.export._common import save
+from tfnlp.layers import _validation
+
+
+class BackboneServingModule(tf.Module):
+    """Text in, BERT features out.
+
+    Signatures: `serving_default(text)` and `encode_pairs(text_a, text_b)`,
+    both returning `pooled_output` `(B, H)`, `sequence_output` `(B, L, H)`
+    (float32) and `padding_mask` int32 `(B, L)` (1 on real tokens; the
+    outputs at padding are meaningless).
+
+    Args:
+        backbone: a `BertBackbone`.
+        preprocessor: its `BertPreprocessor`.
+    """
+
+    def __init__(self, backbone, preprocessor):
+        super().__init__(name="backbone_serving")
+        check_preprocessor(preprocessor)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+
+    def _encode(self, inputs):
+        outputs = self.backbone(inputs, training=False)
+        return {
+            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+            "padding_mask": inputs["padding_mask"],
+        }
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def encode(self, text):
+        return self._encode(self.preprocessor(text))
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text_a"),
+            tf.TensorSpec([None], tf.string, name="text_b"),
+        ]
+    )
+    def encode_pairs(self, text_a, text_b):
+        return self._encode(self.preprocessor((text_a, text_b)))
+
+
+class FillMaskServingModule(tf.Module):
+    """Text with `[MASK]` in, the `top_k` most likely tokens for each mask out.
+
+    The literal `[MASK]` (upper case) marks the blanks; BERT's tokenizer
+    would split it into `[`, `mask`, `]`, so the text is split on it first.
+    Signature `serving_default(text)` returns, for the first `max_masks`
+    masks of each text (padded when fewer): `tokens` `tf.string (B, M, K)`,
+    `token_ids` int32 `(B, M, K)`, `probabilities` float32 `(B, M, K)`,
+    `mask_positions` int32 `(B, M)` (positions in the packed input) and
+    `mask_count` int32 `(B,)` (how many of the `M` rows are real).
+
+    Args:
+        pretrainer: a `BertPretrainer`.
+        preprocessor: its `BertPreprocessor`.
+        top_k: int, candidates per mask.
+        max_masks: int, masks answered per text.
+    """
+
+    def __init__(self, pretrainer, preprocessor, top_k=5, max_masks=8):
+        super().__init__(name="fill_mask_serving")
+        check_preprocessor(preprocessor)
+        self.pretrainer = pretrainer
+        self.preprocessor = preprocessor
+        self.top_k = _validation.positive_int("top_k", top_k)
+        self.max_masks = _validation.positive_int("max_masks", max_masks)
+        self.vocabulary = tf.constant(preprocessor.tokenizer.get_vocabulary())
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def fill_mask(self, text):
+        tokenizer = self.preprocessor.tokenizer
+        pieces = tf.strings.split(text, "[MASK]")  # (B, P)
+        tokens = tokenizer(pieces)  # (B, P, T)
+        # Exactly one [MASK] after every piece, also after empty pieces.
+        mask_column = tokens.with_values(
+            tf.RaggedTensor.from_tensor(tf.fill([tokens.values.nrows(), 1], tokenizer.mask_id))
+        )
+        # piece [MASK] piece [MASK] ... piece: drop the mask after the last piece.
+        token_ids = tf.concat([tokens, mask_column], axis=2).merge_dims(1, 2)[:, :-1]
+        inputs = self.preprocessor.packer(token_ids)
+        is_mask = tf.equal(inputs["token_ids"], tokenizer.mask_id)
+        positions = tf.ragged.boolean_mask(
+            tf.broadcast_to(tf.range(tf.shape(is_mask)[1]), tf.shape(is_mask)), is_mask
+        )
+        positions, valid = tf_text.pad_model_inputs(positions, self.max_masks)
+        logits = self.pretrainer(
+            {**inputs, "masked_positions": tf.cast(positions, tf.int32)}, training=False
+        )["mlm"]
+        probabilities, ids = tf.math.top_k(tf.nn.softmax(tf.cast(logits, tf.float32)), self.top_k)
+        valid = tf.cast(valid, tf.bool)
+        return {
+            "tokens": tf.where(valid[:, :, None], tf.gather(self.vocabulary, ids), ""),
+            "token_ids": tf.where(valid[:, :, None], ids, 0),
+            "probabilities": tf.where(valid[:, :, None], probabilities, 0.0),
+            "mask_positions": tf.where(valid, tf.cast(positions, tf.int32), 0),
+            "mask_count": tf.reduce_sum(tf.cast(valid, tf.int32), axis=1),
+        }
+
+
+def export_backbone(backbone, preprocessor, export_dir, version=1):
+    """Writes `export_dir/VERSION/` with the `encode` signatures.
+
+    Returns:
+        The path of the written version.
+    """
+    module = BackboneServingModule(backbone, preprocessor)
+    return save(
+        module, export_dir, version,
+        {"serving_default": module.encode, "encode_pairs": module.encode_pairs},
+    )
+
+
+def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8, version=1):
+    """Writes `export_dir/VERSION/` with the `fill_mask` signature.
+
+    Returns:
+        The path of the written version.
+    """
+    module = FillMaskServingModule(pretrainer, preprocessor, top_k=top_k, max_masks=max_masks)
+    return save(module, export_dir, version, {"serving_default": module.fill_mask})
