@@ -110,8 +110,26 @@ class FillMaskServingModule(tf.Module):
 def export_backbone(backbone, preprocessor, export_dir, version=1):
     """Writes `export_dir/VERSION/` with the `encode` signatures.
 
+    Args:
+        backbone: a `BertBackbone`.
+        preprocessor: its `BertPreprocessor`.
+        export_dir: the model's directory, e.g. `saved_models/bert`.
+        version: int, the version subdirectory.
+
     Returns:
         The path of the written version.
+
+    Example:
+
+    >>> import tempfile
+    >>> from tfnlp import data, models
+    >>> vocab = list(data.SPECIAL_TOKENS) + ["hello", "world"]
+    >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    >>> backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=7)
+    >>> path = export_backbone(backbone, preprocessor, tempfile.mkdtemp())
+    >>> encode = tf.saved_model.load(path).signatures["serving_default"]
+    >>> encode(text=tf.constant(["hello world"]))["pooled_output"].shape
+    TensorShape([1, 128])
     """
     module = BackboneServingModule(backbone, preprocessor)
     return save(
@@ -122,6 +140,14 @@ def export_backbone(backbone, preprocessor, export_dir, version=1):
 
 def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8, version=1):
     """Writes `export_dir/VERSION/` with the `fill_mask` signature.
+
+    Args:
+        pretrainer: a `BertPretrainer`.
+        preprocessor: its `BertPreprocessor`.
+        export_dir: the model's directory.
+        top_k: int, candidates per mask.
+        max_masks: int, masks answered per text.
+        version: int, the version subdirectory.
 
     Returns:
         The path of the written version.

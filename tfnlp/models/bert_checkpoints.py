@@ -158,7 +158,24 @@ def load_google_checkpoint(directory, pretrainer_cls=None):
 
 
 def save_google_checkpoint(backbone, directory, pretrainer=None):
-    """Writes `bert_config.json` and `bert_model.ckpt` with Google's names and layouts."""
+    """Writes `bert_config.json` and `bert_model.ckpt` with Google's names and layouts.
+
+    Args:
+        backbone: a `BertBackbone`.
+        directory: the folder to write.
+        pretrainer: optionally its `BertPretrainer`, to write the heads too.
+
+    Example:
+
+    >>> import tempfile
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=50)
+    >>> folder = tempfile.mkdtemp()
+    >>> save_google_checkpoint(backbone, folder)
+    >>> dict(tf.train.list_variables(folder + "/bert_model.ckpt"))["bert/pooler/dense/kernel"]
+    [128, 128]
+    >>> load_google_checkpoint(folder).count_params() == backbone.count_params()
+    True
+    """
     os.makedirs(directory, exist_ok=True)
     config = {
         "vocab_size": backbone.vocabulary_size,
