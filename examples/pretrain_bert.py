@@ -85,7 +85,14 @@ def main(argv=None):
         steps_per_epoch=min(args.steps, args.steps_per_epoch),
         epochs=epochs,
         validation_data=held_out,
-        callbacks=[keras.callbacks.TensorBoard(os.path.join(args.output, "logs"))],
+        callbacks=[
+            keras.callbacks.TensorBoard(os.path.join(args.output, "logs")),
+            training.AttentionImages(
+                backbone, data.BertPreprocessor(tokenizer, args.sequence_length),
+                ("It is a truth universally acknowledged.", "The whale swam on."),
+                os.path.join(args.output, "logs"),
+            ),
+        ],
         verbose=2,
     )
 

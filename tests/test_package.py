@@ -87,3 +87,17 @@ def test_no_unsafe_constructs_in_the_package():
         if pattern.search(line)
     ]
     assert not offenders, offenders
+
+
+def test_import_tfnlp_registers_everything_for_loading(tmp_path):
+    """A `.keras` file loads in a process that only did `import tfnlp`."""
+    import subprocess
+    import sys
+
+    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=20)
+    path = str(tmp_path / "backbone.keras")
+    backbone.save(path)
+    script = f"import keras, tfnlp; print(keras.saving.load_model({path!r}, safe_mode=True).count_params())"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout.strip().splitlines()[-1]) == backbone.count_params()

@@ -1,4 +1,8 @@
-"""tfnlp: NLP layers and models for TensorFlow and Keras 3."""
+"""tfnlp: NLP layers and models for TensorFlow and Keras 3.
+
+Importing `tfnlp` registers every tfnlp class with Keras, so saved `.keras`
+files load with `keras.saving.load_model` after a plain `import tfnlp`.
+"""
 
 import os
 
@@ -6,7 +10,12 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 from tfnlp import layers  # noqa: E402
+from tfnlp import data  # noqa: E402
+from tfnlp import datasets  # noqa: E402
+from tfnlp import models  # noqa: E402
+from tfnlp import training  # noqa: E402
+from tfnlp import export  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["layers", "__version__"]
+__all__ = ["data", "datasets", "export", "layers", "models", "training", "__version__"]

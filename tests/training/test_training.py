@@ -1,0 +1,85 @@
+import glob
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import assert_allclose
+from tfnlp import data, models, training
+
+
+def test_schedule_shape_and_serialization():
+    schedule = training.LinearWarmupLinearDecay(1e-3, warmup_steps=100, total_steps=1100, end_learning_rate=1e-5)
+    values = [float(schedule(s)) for s in (0, 50, 100, 600, 1100, 5000)]
+    np.testing.assert_allclose(values, [0, 5e-4, 1e-3, (1e-3 + 1e-5) / 2, 1e-5, 1e-5], rtol=1e-5)
+    restored = keras.saving.deserialize_keras_object(
+        json.loads(json.dumps(keras.saving.serialize_keras_object(schedule))))
+    assert float(restored(600)) == pytest.approx(values[3])
+    with pytest.raises(ValueError, match="total_steps"):
+        training.LinearWarmupLinearDecay(1e-3, warmup_steps=10, total_steps=10)
+
+
+def test_adamw_decays_kernels_and_embeddings_only():
+    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=50)
+    pretrainer = models.BertPretrainer(backbone)
+    pretrainer.compile()
+    optimizer = pretrainer.optimizer
+    decayed = {v.path for v in pretrainer.trainable_variables if optimizer._use_weight_decay(v)}
+    assert any("token_embedding" in p for p in decayed)
+    assert any(p.endswith("intermediate_dense/kernel") for p in decayed)
+    assert not any(p.endswith(("bias", "gamma", "beta")) for p in decayed)
+
+
+@pytest.fixture
+def tiny(corpus_vocabulary):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
+    backbone = models.BertBackbone.from_preset(
+        "bert_tiny", vocabulary_size=len(corpus_vocabulary), max_sequence_length=16
+    )
+    return backbone, preprocessor
+
+
+def test_attention_weights_follow_the_backbone(tiny):
+    backbone, preprocessor = tiny
+    inputs = preprocessor((tf.constant(["It is a truth universally acknowledged."]), tf.constant(["Yes."])))
+    weights = training.attention_weights(backbone, inputs)
+    assert len(weights) == 2 and weights[0].shape == (1, 2, 16, 16)
+    real = inputs["padding_mask"][0].numpy() == 1
+    np.testing.assert_allclose(weights[1].numpy()[0][:, :, real].sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(weights[1].numpy()[0][:, :, ~real], 0.0)
+    # The same weights as the block computes inside the backbone: replay the last layer.
+    block = backbone.transformer_layers[1]
+    hidden = keras.Model(backbone.inputs, backbone.transformer_layers[0].output)(inputs)
+    _, expected = block._self_attention(hidden, hidden, attention_mask=inputs["padding_mask"][:, None, :],
+                                        return_attention_scores=True)
+    assert_allclose(weights[1], expected, atol=1e-5)
+
+
+def test_tensorboard_logs_scalars_learning_rate_and_attention_images(tiny, tmp_path):
+    backbone, preprocessor = tiny
+    pretrainer = models.BertPretrainer(backbone)
+    pretrainer.compile(optimizer=keras.optimizers.AdamW(training.LinearWarmupLinearDecay(1e-3, 2, 20)))
+    x = {**preprocessor(tf.constant(["the cat sat", "on the mat", "a b c", "d e"])),
+         "masked_positions": tf.constant([[1, 2]] * 4)}
+    y = {"mlm": tf.constant([[7, 8]] * 4), "nsp": tf.constant([0, 1, 0, 1])}
+    log_dir = str(tmp_path / "logs")
+    callbacks = [keras.callbacks.TensorBoard(log_dir),
+                 training.AttentionImages(backbone, preprocessor, "the cat sat on the mat", log_dir)]
+    pretrainer.fit(x, y, epochs=2, batch_size=2, callbacks=callbacks, verbose=0)
+    tags, images = set(), []
+    for path in glob.glob(f"{log_dir}/**/events.out.tfevents.*", recursive=True):
+        for record in tf.data.TFRecordDataset(path):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                tags.add(value.tag)
+                if value.tag.startswith("attention/"):
+                    images.append((value.tag, event.step, tf.make_ndarray(value.tensor)))
+    assert {"epoch_loss", "epoch_mlm_accuracy", "epoch_nsp_accuracy", "epoch_learning_rate"} <= tags
+    assert {"attention/layer_0", "attention/layer_1"} <= tags
+    assert sorted({(t, s) for t, s, _ in images}) == [
+        ("attention/layer_0", 0), ("attention/layer_0", 1), ("attention/layer_1", 0), ("attention/layer_1", 1)]
+    width, height = (int(v) for v in images[0][2][:2])  # PNG-encoded image summaries
+    length = int(tf.reduce_sum(preprocessor(tf.constant(["the cat sat on the mat"]))["padding_mask"]))
+    assert (width, height) == (2 * (4 * length + 1), 4 * length)
