@@ -33,9 +33,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	$(BIN)/python benchmarks/attention_benchmark.py
 	$(BIN)/python benchmarks/attention_benchmark.py --policy mixed_bfloat16
 	$(BIN)/python benchmarks/data_benchmark.py
+	$(BIN)/python benchmarks/bert_benchmark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

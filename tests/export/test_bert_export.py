@@ -1,5 +1,9 @@
 """Backbone features and fill-mask served from SavedModels in a fresh process."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -20,7 +24,7 @@ def bert(corpus_vocabulary):
 def test_backbone_features_match_in_memory(bert, tmp_path):
     backbone, _, preprocessor = bert
     path = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert"))
-    texts = ["The cat sat on the mat.", "", b"\xff not utf-8"]
+    texts = ["The cat sat on the mat.", "", b"\xff not utf-8", "long " * 50_000]
     served = serve(path, [
         {"signature": "serving_default", "inputs": {"text": texts}},
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
@@ -58,3 +62,28 @@ def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
     vocabulary = tokenizer.get_vocabulary()
     assert result["tokens"][0] == [[vocabulary[i] for i in row] for row in top[0].numpy()]
     np.testing.assert_array_equal(result["probabilities"][1], 0.0)  # no mask: padded rows
+
+    # A batch of one, and bad input: valid, finite answers.
+    again, bad = serve(path, [
+        {"signature": "serving_default", "inputs": {"text": texts[:1]}},
+        {"signature": "serving_default", "inputs": {"text": ["", b"\xff\xfe [MASK]", "[MASK] " * 40_000]}},
+    ], tmp_path)
+    np.testing.assert_allclose(again["probabilities"][0], result["probabilities"][0], atol=1e-5)
+    assert bad["mask_count"] == [0, 1, 2]  # the long one: cut to the packed length, max_masks
+    assert np.isfinite(np.array(bad["probabilities"])).all()
+
+
+@pytest.mark.parametrize("kind", ["backbone", "fill_mask"])
+def test_saved_model_cli_lists_the_signatures(bert, tmp_path, kind):
+    backbone, pretrainer, preprocessor = bert
+    if kind == "backbone":
+        path = export.export_backbone(backbone, preprocessor, str(tmp_path / kind))
+        names = ("serving_default", "encode_pairs", "pooled_output", "sequence_output", "padding_mask")
+    else:
+        path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / kind))
+        names = ("serving_default", "tokens", "probabilities", "mask_positions", "mask_count")
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--dir", path, "--all"], capture_output=True, text=True,
+                           timeout=300, check=True).stdout
+    for name in names:
+        assert name in shown
