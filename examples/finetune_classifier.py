@@ -49,12 +49,10 @@ def train_classifier(backbone, preprocessor, args, seed, run_name):
         drop_remainder=False,
     )
     steps = args.epochs * (3606 // args.batch_size)
-    optimizer = keras.optimizers.AdamW(
-        training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps), weight_decay=0.01
-    )
-    optimizer.exclude_from_weight_decay(var_names=["bias", "beta", "gamma", "norm"])
     classifier = models.BertClassifier(backbone, num_classes=2)
-    classifier.compile(optimizer=optimizer)
+    classifier.compile(
+        optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps))
+    )
     callbacks = [keras.callbacks.TensorBoard(os.path.join(args.logs, run_name))]
     classifier.fit(train, validation_data=validation, epochs=args.epochs, verbose=2, callbacks=callbacks)
     test = data.classification_dataset(

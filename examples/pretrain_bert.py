@@ -76,9 +76,7 @@ def main(argv=None):
     schedule = training.LinearWarmupLinearDecay(
         args.learning_rate, int(args.warmup_fraction * args.steps), args.steps
     )
-    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=0.01)
-    optimizer.exclude_from_weight_decay(var_names=["bias", "beta", "gamma", "norm"])
-    pretrainer.compile(optimizer=optimizer)
+    pretrainer.compile(optimizer=training.bert_adamw(schedule))
     epochs = max(1, args.steps // args.steps_per_epoch)
     pretrainer.fit(
         train,

@@ -5,6 +5,7 @@ import keras
 from tfnlp.layers import _validation
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.training.optimizers import bert_adamw
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 
 
@@ -59,8 +60,7 @@ class BertClassifier(keras.Model):
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01)
-            optimizer.exclude_from_weight_decay(var_names=["bias", "beta", "gamma", "norm"])
+            optimizer = bert_adamw(2e-5)
         if loss == "auto":
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         if metrics == "auto":

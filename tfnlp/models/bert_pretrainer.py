@@ -5,6 +5,7 @@ import keras
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.training.optimizers import bert_adamw
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -75,8 +76,7 @@ class BertPretrainer(keras.Model):
 
     def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
         if optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01)
-            optimizer.exclude_from_weight_decay(var_names=["bias", "beta", "gamma", "norm"])
+            optimizer = bert_adamw(1e-4)
         if loss == "auto":
             loss = {
                 "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
