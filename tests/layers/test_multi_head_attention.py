@@ -94,7 +94,7 @@ def test_matches_keras_with_implicit_masks_on_real_rows():
 
 
 def test_worked_example_single_head_scale_one():
-    # ../shared/ANCHORS.md: three inputs of size 4, key/query/value weights given.
+    # The reference notes' (ANCHORS.md) worked example: three inputs of size 4, weights given.
     x = np.array([[[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]], np.float32)
     w_key = np.array([[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]], np.float32)
     w_query = np.array([[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]], np.float32)
