@@ -209,7 +209,8 @@ def test_implicit_value_mask_is_not_applied_to_cache_slots():
     cache = layer.compute_key_value_cache(source)
     token = embedding(np.array([[0]]))  # a padding token as the query
     mask = np.array([[[1, 1, 1, 0]]], bool)
-    out, _ = layer(tf.identity(token), tf.identity(token), attention_mask=mask, cache=cache)
+    # The value carries its implicit (1-token, all False) mask: it must not hide the slots.
+    out, _ = layer(tf.identity(token), token, attention_mask=mask, cache=cache)
     expected = layer(tf.identity(token), tf.identity(source), attention_mask=mask)
     assert_allclose(out, expected, atol=1e-6)
 

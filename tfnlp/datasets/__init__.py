@@ -20,7 +20,7 @@ import zlib
 
 import tensorflow as tf
 
-from tfnlp.data._tensors import dense_row
+from tfnlp.data._tensors import dense_row as _dense_row
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 SPLITS = ("train", "validation", "test")
@@ -124,7 +124,7 @@ def load_documents(name, split):
     """
     documents = read_documents(name, split)
     dataset = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
-    return dataset.map(dense_row)
+    return dataset.map(_dense_row)
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,7 +202,14 @@ def _in_validation(text):
 
 
 def read_fine_food_reviews(split):
-    """Fine-food reviews as Python `(text, label)` pairs; see `load_fine_food_reviews`."""
+    """Fine-food reviews as Python `(text, label)` pairs; see `load_fine_food_reviews`.
+
+    Args:
+        split: one of `"train"`, `"validation"`, `"test"`.
+
+    Returns:
+        A list of `(text, label)` tuples, label 1 = "great".
+    """
     _check("split", split, SPLITS)
     rows = _read_fine_food_rows()
     if split == "test":

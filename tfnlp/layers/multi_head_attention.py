@@ -187,7 +187,10 @@ class MultiHeadAttention(keras.layers.Layer):
                 "its projections do not exist yet."
             )
         self._check_cacheable()
-        key = value if key is None else key
+        return self._project_key_value(value, value if key is None else key)
+
+    def _project_key_value(self, value, key):
+        """Keys and values stacked as a cache: `(B, 2, S, H, key_dim)`."""
         return tf.stack([self._key_dense(key), self._value_dense(value)], axis=1)
 
     def _check_cacheable(self):
@@ -239,14 +242,10 @@ class MultiHeadAttention(keras.layers.Layer):
                     "`cache` must have shape (B, 2, S_max, num_heads, key_dim), "
                     f"got {cache.shape}."
                 )
-            key_proj, value_proj = cache[:, 0], cache[:, 1]
             if cache_update_index is not None:
-                _check_cache_room(cache_update_index, query.shape[1], key_proj.shape[1])
-                key_proj = _update_positions(key_proj, self._key_dense(key), cache_update_index)
-                value_proj = _update_positions(
-                    value_proj, self._value_dense(value), cache_update_index
-                )
-                cache = tf.stack([key_proj, value_proj], axis=1)
+                _check_cache_room(cache_update_index, query.shape[1], cache.shape[2])
+                cache = _update_positions(cache, self._project_key_value(value, key), cache_update_index)
+            key_proj, value_proj = cache[:, 0], cache[:, 1]
 
         if attention_mask is not None:
             attention_mask = tf.convert_to_tensor(attention_mask)
@@ -314,22 +313,22 @@ def _check_cache_room(start_index, new_length, slots):
             )
 
 
-def _update_positions(tensor, update, start_index):
-    """Writes `update` `(B, T, ...)` into `tensor` `(B, S, ...)` at positions
-    `start_index .. start_index + T - 1`.
+def _update_positions(cache, update, start_index):
+    """Writes `update` `(B, 2, T, H, K)` into `cache` `(B, 2, S, H, K)` at slots
+    `start_index .. start_index + T - 1` (keys and values in one pass).
 
     Built from gather + where, which keep static shapes under XLA and are
     stock TensorFlow ops (no XLA-only op), so an exported decoder runs in
     TF Serving.
     """
-    slots = tf.shape(tensor)[1]
+    slots, new = tf.shape(cache)[2], tf.shape(update)[2]
     start_index = tf.cast(start_index, tf.int32)
     tf.debugging.assert_less_equal(
-        start_index + tf.shape(update)[1], slots,
+        start_index + new, slots,
         message="MultiHeadAttention: cache_update_index + new tokens exceed the cache slots",
     )
     offset = tf.range(slots) - start_index  # (S,)
-    inside = (offset >= 0) & (offset < tf.shape(update)[1])
-    spread = tf.gather(update, tf.clip_by_value(offset, 0, tf.shape(update)[1] - 1), axis=1)
-    inside = tf.reshape(inside, [1, -1] + [1] * (tensor.shape.rank - 2))
-    return tf.where(inside, tf.cast(spread, tensor.dtype), tensor)
+    inside = (offset >= 0) & (offset < new)
+    spread = tf.gather(update, tf.clip_by_value(offset, 0, new - 1), axis=2)  # (B, 2, S, H, K)
+    inside = tf.reshape(inside, [1, 1, -1, 1, 1])
+    return tf.where(inside, tf.cast(spread, cache.dtype), cache)

@@ -16,6 +16,13 @@ def pretraining_batch(batch):
     Use as `dataset.map(pretraining_batch)` before `BertPretrainer.fit`: the
     masked-LM loss is weighted by `masked_weights`, so padded prediction
     slots count for nothing.
+
+    Args:
+        batch: a dict from `bert_pretraining_dataset`.
+
+    Returns:
+        `(x, y, sample_weight)`: the model inputs, `{"mlm", "nsp"}` labels and
+        their weights.
     """
     x = {name: batch[name] for name in BACKBONE_INPUTS + ("masked_positions",)}
     y = {"mlm": batch["masked_ids"], "nsp": batch["next_sentence_labels"]}
