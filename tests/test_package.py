@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import tfnlp
-from tfnlp import data, datasets, export, layers, models, training
+from tfnlp import data, datasets, export, generation, layers, metrics, models, training
 
 PUBLIC_LAYERS = [
     getattr(package, name)
@@ -22,7 +22,7 @@ PUBLIC_LAYERS = [
 MODULES = sorted(
     {
         inspect.getmodule(obj)
-        for package in (layers, data, models, training, export)
+        for package in (layers, data, models, training, export, generation, metrics)
         for obj in map(package.__dict__.get, package.__all__)
         if inspect.isclass(obj) or inspect.isfunction(obj)
     }

@@ -12,10 +12,22 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 from tfnlp import layers  # noqa: E402
 from tfnlp import data  # noqa: E402
 from tfnlp import datasets  # noqa: E402
+from tfnlp import generation  # noqa: E402
+from tfnlp import metrics  # noqa: E402
 from tfnlp import models  # noqa: E402
 from tfnlp import training  # noqa: E402
 from tfnlp import export  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["data", "datasets", "export", "layers", "models", "training", "__version__"]
+__all__ = [
+    "data",
+    "datasets",
+    "export",
+    "generation",
+    "layers",
+    "metrics",
+    "models",
+    "training",
+    "__version__",
+]

@@ -5,6 +5,7 @@ from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
+from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 
@@ -13,6 +14,7 @@ __all__ = [
     "MultiHeadAttention",
     "PositionEmbedding",
     "SinusoidalPositionEncoding",
+    "TokenLogits",
     "TransformerBlock",
     "TransformerDecoderBlock",
     "masks",

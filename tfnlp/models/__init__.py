@@ -8,14 +8,20 @@ from tfnlp.models.bert_checkpoints import save_google_checkpoint
 from tfnlp.models.bert_classifier import BertClassifier
 from tfnlp.models.bert_pretrainer import BertPretrainer
 from tfnlp.models.bert_pretrainer import pretraining_batch
+from tfnlp.models.transformer_seq2seq import TRANSFORMER_PRESETS
+from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
+from tfnlp.models.transformer_seq2seq import seq2seq_batch
 
 __all__ = [
     "BERT_PRESETS",
     "BertBackbone",
     "BertClassifier",
     "BertPretrainer",
+    "TRANSFORMER_PRESETS",
+    "TransformerSeq2Seq",
     "load_google_checkpoint",
     "load_hugging_face_checkpoint",
     "pretraining_batch",
     "save_google_checkpoint",
+    "seq2seq_batch",
 ]

@@ -54,3 +54,39 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             "total_steps": self.total_steps,
             "end_learning_rate": self.end_learning_rate,
         }
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class InverseSquareRootDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """The Transformer's schedule: linear warm-up, then decay with 1/sqrt(step).
+
+    `lr(step) = peak * min(step / warmup_steps, sqrt(warmup_steps / step))`.
+    "Attention Is All You Need" (section 5.3) uses
+    `d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)`,
+    which is this schedule with `peak = (d_model * warmup_steps) ** -0.5`
+    (7e-4 for the base model with 4000 warm-up steps).
+
+    Args:
+        peak_learning_rate: float, the rate at `warmup_steps`.
+        warmup_steps: int >= 1.
+
+    Example:
+
+    >>> schedule = InverseSquareRootDecay(1e-3, warmup_steps=100)
+    >>> [round(float(schedule(s)), 6) for s in (0, 50, 100, 400)]
+    [0.0, 0.0005, 0.001, 0.0005]
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps):
+        self.peak_learning_rate = _validation.positive_float("peak_learning_rate", peak_learning_rate)
+        self.warmup_steps = _validation.positive_int("warmup_steps", warmup_steps)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        warmup = tf.constant(float(self.warmup_steps))
+        return self.peak_learning_rate * tf.minimum(
+            step / warmup, tf.sqrt(warmup / tf.maximum(step, 1.0))
+        )
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps}

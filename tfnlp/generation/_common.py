@@ -1,0 +1,98 @@
+"""What greedy and beam search share: argument checks, n-gram blocking."""
+
+import tensorflow as tf
+
+from tfnlp.layers import _validation
+
+# Added to the log-probability of a banned token: finite (no inf - inf = NaN
+# when scores are combined) yet far below any real log-probability.
+BANNED = -1e9
+
+
+def check_arguments(max_length, no_repeat_ngram_size, **token_ids):
+    """Checks the search settings; `token_ids` are named ids (`end_id=3`, ...)."""
+    max_length = _validation.positive_int("max_length", max_length)
+    for name, value in token_ids.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"`{name}` must be a non-negative int token id, got {value!r}.")
+    if (
+        isinstance(no_repeat_ngram_size, bool)
+        or not isinstance(no_repeat_ngram_size, int)
+        or no_repeat_ngram_size < 0
+    ):
+        raise ValueError(
+            "`no_repeat_ngram_size` must be an int >= 0 (0 turns blocking off), got "
+            f"{no_repeat_ngram_size!r}."
+        )
+    return max_length
+
+
+def check_start_ids(start_ids):
+    start_ids = tf.convert_to_tensor(start_ids)
+    if not start_ids.dtype.is_integer:
+        raise TypeError(f"`start_ids` must be integer token ids, got {start_ids.dtype.name}.")
+    if start_ids.shape.rank is not None and start_ids.shape.rank != 1:
+        raise ValueError(f"`start_ids` must have shape (B,), got {start_ids.shape}.")
+    return tf.cast(start_ids, tf.int32)
+
+
+def log_probabilities(logits, name="step_fn"):
+    """float32 log-softmax of `(N, V)` logits, with a clear error on bad shapes."""
+    if logits.shape.rank is not None and logits.shape.rank != 2:
+        raise ValueError(
+            f"`{name}` must return logits of shape (N, vocabulary_size), got {logits.shape}."
+        )
+    return tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+
+
+def write_column(sequences, column, values):
+    """`sequences[:, column] = values` for `(N, L)` sequences, static shapes."""
+    positions = tf.range(tf.shape(sequences)[1])
+    return tf.where(positions[None, :] == column, values[:, None], sequences)
+
+
+def block_repeated_ngrams(log_probs, sequences, step, n):
+    """Bans every token that would repeat an n-gram already generated.
+
+    `sequences` `(N, L + 1)` holds the start token at column 0 and the tokens
+    generated so far in columns `1 .. step`; the next token goes to column
+    `step + 1`. A candidate `w` is banned when `(last n - 1 tokens, w)`
+    already occurs among the generated tokens (the start token is not part
+    of any n-gram). Static shapes: every earlier n-gram is compared at once
+    and the banned tokens are scattered into a `(N, V)` mask.
+
+    Args:
+        log_probs: float32 `(N, V)`.
+        sequences: int32 `(N, L + 1)`.
+        step: scalar int32, the number of tokens generated so far.
+        n: Python int >= 1.
+
+    Returns:
+        `log_probs` with banned tokens at `BANNED`.
+    """
+    width = sequences.shape[1] - n + 1  # n-grams starting at columns 0 .. width - 1
+    if width <= 0:
+        return log_probs
+    matches = tf.ones_like(sequences[:, :width], dtype=tf.bool)  # (N, width)
+    for m in range(n - 1):
+        # The candidate n-gram's m-th token is the generated token step - n + 2 + m.
+        previous = tf.gather(sequences, tf.maximum(step - n + 2 + m, 0), axis=1)  # (N,)
+        matches &= tf.equal(sequences[:, m : m + width], previous[:, None])
+    starts = tf.range(width)
+    # An earlier n-gram starts after the start token and ends at or before `step`.
+    matches &= ((starts >= 1) & (starts + n - 1 <= step))[None, :]
+    banned_tokens = sequences[:, n - 1 : n - 1 + width]  # (N, width)
+    # Unmatched slots may hold pad or start ids outside the vocabulary.
+    banned_tokens = tf.clip_by_value(banned_tokens, 0, tf.shape(log_probs)[1] - 1)
+    rows = tf.broadcast_to(tf.range(tf.shape(sequences)[0])[:, None], tf.shape(banned_tokens))
+    indices = tf.stack([rows, banned_tokens], axis=-1)  # (N, width, 2)
+    counts = tf.scatter_nd(
+        tf.reshape(indices, [-1, 2]),
+        tf.reshape(tf.cast(matches, tf.int32), [-1]),
+        tf.shape(log_probs),
+    )
+    return tf.where(counts > 0, tf.constant(BANNED, log_probs.dtype), log_probs)
+
+
+def maybe_block(log_probs, sequences, step, n):
+    return block_repeated_ngrams(log_probs, sequences, step, n) if n else log_probs

@@ -1,0 +1,502 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need"."""
+
+import copy
+import math
+
+import keras
+import tensorflow as tf
+
+from tfnlp import generation
+from tfnlp.generation import _common as generation_common
+from tfnlp.layers import _validation
+from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
+from tfnlp.layers.token_logits import TokenLogits
+from tfnlp.layers.transformer_block import TransformerBlock
+from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
+from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
+from tfnlp.training.schedules import InverseSquareRootDecay
+
+# "Attention Is All You Need", table 3 (base and big), and a size that trains here.
+TRANSFORMER_PRESETS = {
+    "transformer_small": {
+        "num_encoder_layers": 3, "num_decoder_layers": 3, "hidden_dim": 256, "num_heads": 4,
+        "intermediate_dim": 1024, "dropout": 0.1,
+    },
+    "transformer_base": {
+        "num_encoder_layers": 6, "num_decoder_layers": 6, "hidden_dim": 512, "num_heads": 8,
+        "intermediate_dim": 2048, "dropout": 0.1,
+    },
+    "transformer_big": {
+        "num_encoder_layers": 6, "num_decoder_layers": 6, "hidden_dim": 1024, "num_heads": 16,
+        "intermediate_dim": 4096, "dropout": 0.3,
+    },
+}
+
+SEQ2SEQ_INPUTS = (
+    "encoder_token_ids", "encoder_padding_mask", "decoder_token_ids", "decoder_padding_mask"
+)
+
+
+def seq2seq_batch(batch):
+    """Splits a `tfnlp.data.encoder_decoder_dataset` batch into `(x, y, sample_weight)`.
+
+    Use as `dataset.map(seq2seq_batch)` before `TransformerSeq2Seq.fit`: the
+    labels are `decoder_target_ids` and padded target positions get weight 0
+    (the decoder padding mask marks exactly the real targets, since inputs
+    `[CLS] T` and labels `T [SEP]` have the same length).
+
+    Args:
+        batch: a dict from `encoder_decoder_dataset`.
+
+    Returns:
+        `(x, y, sample_weight)`.
+    """
+    x = {name: batch[name] for name in SEQ2SEQ_INPUTS}
+    return x, batch["decoder_target_ids"], keras.ops.cast(batch["decoder_padding_mask"], "float32")
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class TransformerSeq2Seq(keras.Model):
+    """Encoder-decoder Transformer for translation and other seq2seq tasks.
+
+    Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal
+    positions, dropout, `num_encoder_layers` `TransformerBlock`s (source
+    padding mask honoured). Decoder: the same embedding scheme,
+    `num_decoder_layers` `TransformerDecoderBlock`s (causal self-attention,
+    cross-attention over the encoder output with the source padding mask,
+    FFN), then vocabulary logits (float32). Post-LN as in the paper, or pre-LN
+    with `norm_first=True` (then each stack ends with a LayerNorm).
+
+    Vocabularies: with `target_vocabulary_size=None` source and target share
+    one vocabulary and one embedding matrix (the paper's setup for
+    English-German); otherwise each side has its own. With
+    `tie_output_embedding=True` the output projection reuses the target
+    embedding matrix.
+
+    Inputs (a dict, int32): `encoder_token_ids`, `encoder_padding_mask`
+    `(B, S)` and `decoder_token_ids`, `decoder_padding_mask` `(B, T)` (masks
+    are 1 for real tokens), as `tfnlp.data.encoder_decoder_dataset` makes
+    them. Output: logits `(B, T, target_vocabulary_size)`. Training is
+    teacher-forced in one parallel pass: position t sees decoder tokens
+    `0..t` only. `compile()` without arguments uses Adam (β2 = 0.98, ε = 1e-9)
+    with `InverseSquareRootDecay` (peak `(hidden_dim * 4000) ** -0.5`, 4000
+    warm-up steps) and the cross-entropy with label smoothing 0.1, as in the
+    paper; see `seq2seq_batch` for the labels and weights.
+
+    Generation: `generate` encodes the source once and decodes one token per
+    step with key/value caches (greedy or beam search from
+    `tfnlp.generation`).
+
+    Args:
+        source_vocabulary_size: int.
+        target_vocabulary_size: int, or None for a vocabulary shared with
+            the source.
+        num_encoder_layers: int.
+        num_decoder_layers: int.
+        hidden_dim: int, `d_model`.
+        num_heads: int, must divide `hidden_dim`.
+        intermediate_dim: int, FFN size; defaults to `4 * hidden_dim`.
+        dropout: float in [0, 1), on embeddings, attention and sublayers.
+        tie_output_embedding: bool, output projection = target embedding.
+        norm_first: bool, pre-LN blocks.
+        **kwargs: base model arguments (`name`, `dtype`, ...).
+
+    Example:
+
+    >>> model = TransformerSeq2Seq(100, num_encoder_layers=1, num_decoder_layers=1,
+    ...                            hidden_dim=32, num_heads=4)
+    >>> logits = model({
+    ...     "encoder_token_ids": tf.constant([[5, 6, 7, 3]]),
+    ...     "encoder_padding_mask": tf.ones((1, 4), tf.int32),
+    ...     "decoder_token_ids": tf.constant([[2, 8, 9]]),
+    ...     "decoder_padding_mask": tf.ones((1, 3), tf.int32),
+    ... })
+    >>> logits.shape
+    TensorShape([1, 3, 100])
+    >>> output = model.generate(tf.constant([[5, 6, 7, 3]]), start_id=2, end_id=3,
+    ...                         max_length=10, beam_size=2)
+    >>> output["token_ids"].shape
+    TensorShape([1, 10])
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017.
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size=None,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        hidden_dim=512,
+        num_heads=8,
+        intermediate_dim=None,
+        dropout=0.1,
+        tie_output_embedding=True,
+        norm_first=False,
+        **kwargs,
+    ):
+        source_vocabulary_size = _validation.positive_int(
+            "source_vocabulary_size", source_vocabulary_size
+        )
+        target_vocabulary_size = _validation.positive_int(
+            "target_vocabulary_size", target_vocabulary_size, allow_none=True
+        )
+        num_encoder_layers = _validation.positive_int("num_encoder_layers", num_encoder_layers)
+        num_decoder_layers = _validation.positive_int("num_decoder_layers", num_decoder_layers)
+        hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
+        num_heads = _validation.positive_int("num_heads", num_heads)
+        intermediate_dim = _validation.positive_int(
+            "intermediate_dim", intermediate_dim or 4 * hidden_dim
+        )
+        dropout = _validation.rate("dropout", dropout)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
+            )
+        dtype = kwargs.pop("dtype", None)
+        embeddings_initializer = keras.initializers.RandomNormal(stddev=hidden_dim**-0.5)
+
+        # === Layers ===
+        self.source_embedding = keras.layers.Embedding(
+            source_vocabulary_size, hidden_dim, embeddings_initializer=embeddings_initializer,
+            dtype=dtype, name="source_embedding",
+        )
+        if target_vocabulary_size is None:
+            self.target_embedding = self.source_embedding
+        else:
+            self.target_embedding = keras.layers.Embedding(
+                target_vocabulary_size, hidden_dim, embeddings_initializer=embeddings_initializer,
+                dtype=dtype, name="target_embedding",
+            )
+        # The embedding is scaled by sqrt(d_model) so that it is not drowned
+        # by the position encoding (its entries have stddev d_model ** -0.5).
+        self.embedding_scale = keras.layers.Rescaling(
+            math.sqrt(hidden_dim), dtype=dtype, name="embedding_scale"
+        )
+        self.position_encoding = SinusoidalPositionEncoding(dtype=dtype, name="position_encoding")
+        self.source_add = keras.layers.Add(dtype=dtype, name="source_add")
+        self.target_add = keras.layers.Add(dtype=dtype, name="target_add")
+        self.source_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="source_dropout")
+        self.target_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="target_dropout")
+        block_args = {
+            "num_heads": num_heads, "intermediate_dim": intermediate_dim, "dropout": dropout,
+            "norm_first": norm_first, "dtype": dtype,
+        }
+        self.encoder_layers = [
+            TransformerBlock(name=f"encoder_layer_{i}", **block_args)
+            for i in range(num_encoder_layers)
+        ]
+        self.decoder_layers = [
+            TransformerDecoderBlock(name=f"decoder_layer_{i}", **block_args)
+            for i in range(num_decoder_layers)
+        ]
+        if norm_first:
+            self.encoder_norm = keras.layers.LayerNormalization(
+                epsilon=1e-5, dtype=dtype, name="encoder_norm"
+            )
+            self.decoder_norm = keras.layers.LayerNormalization(
+                epsilon=1e-5, dtype=dtype, name="decoder_norm"
+            )
+        self.token_logits = TokenLogits(
+            self.target_embedding.input_dim,
+            token_embedding=self.target_embedding if tie_output_embedding else None,
+            dtype=dtype,
+            name="token_logits",
+        )
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in SEQ2SEQ_INPUTS
+        }
+        encoder_output = self._encode(
+            inputs["encoder_token_ids"], inputs["encoder_padding_mask"], norm_first
+        )
+        logits = self._decode(
+            inputs["decoder_token_ids"], inputs["decoder_padding_mask"], encoder_output,
+            inputs["encoder_padding_mask"], norm_first,
+        )
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.num_encoder_layers = num_encoder_layers
+        self.num_decoder_layers = num_decoder_layers
+        self.hidden_dim = hidden_dim
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.tie_output_embedding = bool(tie_output_embedding)
+        self.norm_first = bool(norm_first)
+        self._generate_functions = {}
+
+    # --- The two stacks (shared by the Functional graph and decoding) ---
+
+    def _embed(self, embedding, token_ids, add, dropout, start_index=0, training=None):
+        x = self.embedding_scale(embedding(token_ids))
+        x = add([x, self.position_encoding(x, start_index=start_index)])
+        return dropout(x, training=training)
+
+    def _encode(self, token_ids, padding_mask, norm_first, training=None):
+        x = self._embed(
+            self.source_embedding, token_ids, self.source_add, self.source_dropout,
+            training=training,
+        )
+        for block in self.encoder_layers:
+            x = block(x, padding_mask=padding_mask, training=training)
+        return self.encoder_norm(x) if norm_first else x
+
+    def _decode(self, token_ids, padding_mask, encoder_output, encoder_padding_mask, norm_first,
+                training=None):
+        x = self._embed(
+            self.target_embedding, token_ids, self.target_add, self.target_dropout,
+            training=training,
+        )
+        for block in self.decoder_layers:
+            x = block(
+                x, encoder_output, decoder_padding_mask=padding_mask,
+                encoder_padding_mask=encoder_padding_mask, training=training,
+            )
+        if norm_first:
+            x = self.decoder_norm(x)
+        return self.token_logits(x)
+
+    # --- Step-by-step decoding ---
+
+    def encode(self, encoder_token_ids, encoder_padding_mask=None):
+        """The encoder output `(B, S, hidden_dim)` (inference mode).
+
+        Args:
+            encoder_token_ids: int tensor `(B, S)`.
+            encoder_padding_mask: int or bool `(B, S)`; defaults to all ones.
+        """
+        encoder_token_ids, encoder_padding_mask = self._source(
+            encoder_token_ids, encoder_padding_mask
+        )
+        return self._encode(encoder_token_ids, encoder_padding_mask, self.norm_first, False)
+
+    def _source(self, encoder_token_ids, encoder_padding_mask):
+        encoder_token_ids = tf.convert_to_tensor(encoder_token_ids)
+        if not encoder_token_ids.dtype.is_integer or encoder_token_ids.shape.rank != 2:
+            raise ValueError(
+                "`encoder_token_ids` must be an int tensor of shape (B, S), got "
+                f"{encoder_token_ids.dtype.name} {encoder_token_ids.shape}."
+            )
+        encoder_token_ids = tf.cast(encoder_token_ids, tf.int32)
+        if encoder_padding_mask is None:
+            encoder_padding_mask = tf.ones_like(encoder_token_ids)
+        encoder_padding_mask = tf.cast(encoder_padding_mask, tf.int32)
+        return encoder_token_ids, encoder_padding_mask
+
+    def initial_decoding_state(self, encoder_token_ids, encoder_padding_mask, max_length,
+                               use_cache=True):
+        """`(state, context)` for `decoding_step`, from the source.
+
+        The source is encoded once. With `use_cache` the state holds one
+        self-attention cache `(B, 2, max_length, num_heads, head_dim)` per
+        decoder layer (zeros) and the context one cross-attention cache per
+        layer (the encoder output projected once). Without it, the state
+        holds the decoded tokens `(B, max_length)` and every step re-runs the
+        whole decoder over them (the reference the cache is tested against).
+
+        Args:
+            encoder_token_ids: int tensor `(B, S)`.
+            encoder_padding_mask: int or bool `(B, S)`, or None.
+            max_length: int, the most decoder positions.
+            use_cache: bool.
+        """
+        encoder_token_ids, encoder_padding_mask = self._source(
+            encoder_token_ids, encoder_padding_mask
+        )
+        encoder_output = self._encode(encoder_token_ids, encoder_padding_mask, self.norm_first, False)
+        batch_size = tf.shape(encoder_token_ids)[0]
+        if not use_cache:
+            state = {"token_ids": tf.zeros([batch_size, max_length], tf.int32)}
+            context = {"encoder_output": encoder_output, "encoder_padding_mask": encoder_padding_mask}
+            return state, context
+        head_dim = self.hidden_dim // self.num_heads
+        zeros = tf.zeros(
+            [batch_size, 2, max_length, self.num_heads, head_dim], encoder_output.dtype
+        )
+        state = {"self_attention_caches": tuple(zeros for _ in self.decoder_layers)}
+        context = {
+            "cross_attention_caches": tuple(
+                block.compute_cross_attention_cache(encoder_output) for block in self.decoder_layers
+            ),
+            "encoder_padding_mask": encoder_padding_mask,
+        }
+        return state, context
+
+    def decoding_step(self, token_ids, index, state, context):
+        """Logits `(B, V)` of the token after `token_ids` `(B,)` at position `index`.
+
+        The `step_fn` of `tfnlp.generation.greedy_search` / `beam_search`;
+        `state` and `context` come from `initial_decoding_state`.
+        """
+        token_ids = tf.cast(token_ids, tf.int32)
+        if "token_ids" in state:  # no cache: recompute the whole prefix
+            decoded = generation_common.write_column(state["token_ids"], index, token_ids)
+            logits = self._decode(
+                decoded, None, context["encoder_output"], context["encoder_padding_mask"],
+                self.norm_first, False,
+            )
+            return tf.gather(logits, index, axis=1), {"token_ids": decoded}
+        x = self._embed(
+            self.target_embedding, token_ids[:, None], self.target_add, self.target_dropout,
+            start_index=index, training=False,
+        )
+        caches = []
+        for block, cache, cross_cache in zip(
+            self.decoder_layers, state["self_attention_caches"],
+            context["cross_attention_caches"], strict=True,
+        ):
+            x, cache = block(
+                x,
+                encoder_padding_mask=context["encoder_padding_mask"],
+                self_attention_cache=cache,
+                self_attention_cache_update_index=index,
+                cross_attention_cache=cross_cache,
+                training=False,
+            )
+            caches.append(cache)
+        if self.norm_first:
+            x = self.decoder_norm(x)
+        return self.token_logits(x)[:, 0], {"self_attention_caches": tuple(caches)}
+
+    def generate(
+        self,
+        encoder_token_ids,
+        encoder_padding_mask=None,
+        *,
+        start_id,
+        end_id,
+        max_length=64,
+        beam_size=1,
+        length_penalty=0.0,
+        no_repeat_ngram_size=0,
+        pad_id=0,
+        use_cache=True,
+    ):
+        """Decodes target tokens for a batch of sources.
+
+        Greedy search for `beam_size=1`, beam search otherwise. The search
+        is traced once per setting into a `tf.function` (any batch size and
+        source length) and reused by later calls.
+
+        Args:
+            encoder_token_ids: int tensor `(B, S)`.
+            encoder_padding_mask: int or bool `(B, S)`; defaults to all ones.
+            start_id: int, the first decoder token (`[CLS]` in
+                `encoder_decoder_dataset`).
+            end_id: int, the token that ends a target (`[SEP]`).
+            max_length: int, the most tokens generated (end token included).
+            beam_size: int.
+            length_penalty: float, GNMT's alpha (beam search only).
+            no_repeat_ngram_size: int, 3 blocks repeated trigrams; 0 is off.
+            pad_id: int, written after the end token.
+            use_cache: bool; False recomputes the whole prefix every step
+                (same result, slower: for tests and benchmarks).
+
+        Returns:
+            A dict: `token_ids` int32 `(B, max_length)` (the best hypothesis,
+            end token included, then padding), `lengths` int32 `(B,)`,
+            `scores` float32 `(B,)` (log-probability, length-normalised for
+            beam search).
+        """
+        # Check the settings here, not at the first trace deep in the graph.
+        generation_common.check_arguments(
+            max_length, no_repeat_ngram_size, start_id=start_id, end_id=end_id, pad_id=pad_id
+        )
+        _validation.positive_int("beam_size", beam_size)
+        if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
+            raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
+        key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, start_id,
+               end_id, pad_id, bool(use_cache))
+        function = self._generate_functions.get(key)
+        if function is None:
+
+            def search(encoder_token_ids, encoder_padding_mask):
+                state, context = self.initial_decoding_state(
+                    encoder_token_ids, encoder_padding_mask, max_length, use_cache
+                )
+                start_ids = tf.fill([tf.shape(encoder_token_ids)[0]], tf.constant(start_id))
+                common = {
+                    "start_ids": start_ids, "max_length": max_length, "end_id": end_id,
+                    "state": state, "context": context, "pad_id": pad_id,
+                    "no_repeat_ngram_size": no_repeat_ngram_size,
+                }
+                if beam_size == 1:
+                    return generation.greedy_search(self.decoding_step, **common)
+                result = generation.beam_search(
+                    self.decoding_step, beam_size=beam_size, length_penalty=length_penalty,
+                    **common,
+                )
+                return {name: result[name][:, 0] for name in ("token_ids", "lengths", "scores")}
+
+            function = tf.function(
+                search,
+                input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
+            )
+            self._generate_functions[key] = function
+        encoder_token_ids, encoder_padding_mask = self._source(
+            encoder_token_ids, encoder_padding_mask
+        )
+        return function(encoder_token_ids, encoder_padding_mask)
+
+    # --- Training defaults and config ---
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(
+                InverseSquareRootDecay((self.hidden_dim * 4000) ** -0.5, 4000),
+                beta_1=0.9, beta_2=0.98, epsilon=1e-9,
+            )
+        if loss == "auto":
+            loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.1)
+        if metrics == "auto":
+            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    @classmethod
+    def from_preset(cls, preset, source_vocabulary_size, target_vocabulary_size=None, **overrides):
+        """A model of a size from `TRANSFORMER_PRESETS` (random weights).
+
+        Args:
+            preset: `"transformer_small"`, `"transformer_base"` or
+                `"transformer_big"`.
+            source_vocabulary_size: int.
+            target_vocabulary_size: int or None (shared vocabulary).
+            **overrides: any other constructor argument.
+        """
+        if preset not in TRANSFORMER_PRESETS:
+            raise ValueError(
+                f"`preset` must be one of {sorted(TRANSFORMER_PRESETS)}, got {preset!r}."
+            )
+        config = copy.deepcopy(TRANSFORMER_PRESETS[preset])
+        config.update(overrides)
+        return cls(source_vocabulary_size, target_vocabulary_size, **config)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "source_vocabulary_size": self.source_vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
+            "num_encoder_layers": self.num_encoder_layers,
+            "num_decoder_layers": self.num_decoder_layers,
+            "hidden_dim": self.hidden_dim,
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "tie_output_embedding": self.tie_output_embedding,
+            "norm_first": self.norm_first,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
