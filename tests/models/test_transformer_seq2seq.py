@@ -89,7 +89,7 @@ def test_generate_traces_once_per_setting():
     model = tiny()
     for batch in (SOURCE, SOURCE[:1], tf.tile(SOURCE, [3, 2])):
         model.generate(batch, start_id=START, end_id=END, max_length=6, beam_size=2)
-    (function,) = model._generate_functions.values()
+    (function,) = model._generate_functions.by_setting.values()
     assert function.experimental_get_tracing_count() == 1
 
 

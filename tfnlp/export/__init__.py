@@ -6,12 +6,16 @@ from tfnlp.export.bert import export_backbone
 from tfnlp.export.bert import export_fill_mask
 from tfnlp.export.classifier import ClassifierServingModule
 from tfnlp.export.classifier import export_classifier
+from tfnlp.export.seq2seq import Seq2SeqServingModule
+from tfnlp.export.seq2seq import export_seq2seq
 
 __all__ = [
     "BackboneServingModule",
     "ClassifierServingModule",
     "FillMaskServingModule",
+    "Seq2SeqServingModule",
     "export_backbone",
     "export_classifier",
     "export_fill_mask",
+    "export_seq2seq",
 ]

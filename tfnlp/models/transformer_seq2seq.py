@@ -55,6 +55,17 @@ def seq2seq_batch(batch):
     return x, batch["decoder_target_ids"], keras.ops.cast(batch["decoder_padding_mask"], "float32")
 
 
+class _TracedFunctions:
+    """The model's traced `generate` functions, by search setting.
+
+    A plain object, so neither Keras nor tf.Module tracks it: the functions
+    are rebuilt on demand and never saved with the model.
+    """
+
+    def __init__(self):
+        self.by_setting = {}
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
 class TransformerSeq2Seq(keras.Model):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
@@ -229,7 +240,7 @@ class TransformerSeq2Seq(keras.Model):
         self.dropout = dropout
         self.tie_output_embedding = bool(tie_output_embedding)
         self.norm_first = bool(norm_first)
-        self._generate_functions = {}
+        self._generate_functions = _TracedFunctions()
 
     # --- The two stacks (shared by the Functional graph and decoding) ---
 
@@ -413,7 +424,7 @@ class TransformerSeq2Seq(keras.Model):
             raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
         key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, start_id,
                end_id, pad_id, bool(use_cache))
-        function = self._generate_functions.get(key)
+        function = self._generate_functions.by_setting.get(key)
         if function is None:
 
             def search(encoder_token_ids, encoder_padding_mask):
@@ -438,7 +449,7 @@ class TransformerSeq2Seq(keras.Model):
                 search,
                 input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
             )
-            self._generate_functions[key] = function
+            self._generate_functions.by_setting[key] = function
         encoder_token_ids, encoder_padding_mask = self._source(
             encoder_token_ids, encoder_padding_mask
         )

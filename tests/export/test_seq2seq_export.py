@@ -1,0 +1,81 @@
+"""The exported text-to-text model, loaded in a fresh process without tfnlp."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tests.export.fresh_process import serve
+from tfnlp import data, export, models
+
+SOURCE_LENGTH, MAX_LENGTH = 12, 9
+TEXTS = ["In the beginning God created the heaven and the earth.", "", "   ", "x " * 500_000,
+         b"broken \xff\xfe utf-8", "emoji \U0001F600 中文 \u202eright-to-left\u0301",
+         "nul\x00 and \x07 control"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, corpus_vocabulary):
+    source = data.WordPieceTokenizer(corpus_vocabulary)
+    target = data.WordPieceTokenizer(corpus_vocabulary[:3000], lower_case=False)
+    keras.utils.set_random_seed(1234)
+    model = models.TransformerSeq2Seq(
+        len(corpus_vocabulary), 3000, num_encoder_layers=1, num_decoder_layers=2, hidden_dim=32,
+        num_heads=4, dropout=0.0,
+    )
+    # Favour the end token so that this random model's outputs have different lengths.
+    bias = model.token_logits.bias
+    bias.assign(tf.tensor_scatter_nd_update(bias, [[target.sep_id]], [4.0]))
+    directory = tmp_path_factory.mktemp("saved_models") / "translate"
+    settings = {"max_length": MAX_LENGTH, "beam_size": 3, "length_penalty": 0.6,
+                "no_repeat_ngram_size": 3}
+    path = export.export_seq2seq(model, source, target, str(directory), SOURCE_LENGTH, **settings)
+    return path, model, source, target, settings
+
+
+def expected_outputs(model, source, target, texts, settings):
+    tokens = source(tf.constant(texts))[:, : SOURCE_LENGTH - 1]
+    tokens = tf.concat([tokens, tf.fill([tokens.nrows(), 1], source.sep_id)], 1)
+    ids, mask = tf_text.pad_model_inputs(tokens, SOURCE_LENGTH)
+    return model.generate(ids, mask, start_id=target.cls_id, end_id=target.sep_id, **settings)
+
+
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
+    path, model, source, target, settings = exported
+    batches = [TEXTS[:1], TEXTS]
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
+                   tmp_path)
+    for batch, result in zip(batches, served, strict=True):
+        expected = expected_outputs(model, source, target, batch, settings)
+        np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
+        np.testing.assert_array_equal(result["lengths"], expected["lengths"])
+        np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-5)
+        texts = [t.encode() if isinstance(t, str) else t
+                 for t in target.detokenize(expected["token_ids"]).numpy()]
+        assert result["output_text"] == [t.decode("utf-8", "replace") for t in texts]
+
+
+def test_every_input_terminates_with_finite_scores(exported, tmp_path):
+    path = exported[0]
+    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS}}],
+                      tmp_path)
+    lengths = np.array(result["lengths"])
+    assert np.all((lengths >= 1) & (lengths <= MAX_LENGTH))
+    assert len(set(lengths.tolist())) > 1, "the end token must be able to stop decoding"
+    assert np.all(np.isfinite(result["scores"]))
+    assert np.array(result["token_ids"]).shape == (len(TEXTS), MAX_LENGTH)
+
+
+def test_empty_batch(exported):
+    served = tf.saved_model.load(exported[0]).signatures["serving_default"]
+    outputs = served(text=tf.constant([], tf.string))
+    assert outputs["token_ids"].shape == (0, MAX_LENGTH) and outputs["output_text"].shape == (0,)
+
+
+def test_mismatched_tokenizer_is_refused(exported, tmp_path):
+    _, model, source, _, _ = exported
+    with pytest.raises(ValueError, match="target_tokenizer"):
+        export.export_seq2seq(model, source, source, str(tmp_path))
+    with pytest.raises(ValueError, match="beam_size"):
+        export.export_seq2seq(model, source, exported[3], str(tmp_path), beam_size=0)

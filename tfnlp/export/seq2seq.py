@@ -1,0 +1,130 @@
+"""Encoder-decoder model -> SavedModel that turns raw text into generated text."""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
+from tfnlp.export._common import save
+from tfnlp.layers import _validation
+
+
+class Seq2SeqServingModule(tf.Module):
+    """Source text in, generated text out: tokenize -> decode -> detokenize.
+
+    Signature `serving_default(text)`: `text` `tf.string (B,)`, any batch size
+    (also 0). Returns `output_text` `tf.string (B,)`, `token_ids` int32 `(B,
+    max_length)` (the generated ids, end token included, then padding),
+    `lengths` int32 `(B,)` and `scores` float32 `(B,)`. Sources are cut to
+    `source_length - 1` tokens (plus the end token) before the model, so the
+    cost of one request is bounded whatever its length; empty, whitespace-only
+    or broken UTF-8 text is a valid (empty) source. Decoding always stops
+    after `max_length` tokens.
+
+    The search settings are fixed at export, the graph holds only TensorFlow
+    and tensorflow-text ops (`tf.while_loop` with key/value caches).
+
+    Args:
+        model: a `TransformerSeq2Seq`.
+        source_tokenizer: `WordPieceTokenizer` of the source.
+        target_tokenizer: `WordPieceTokenizer` of the target (the same object
+            for a shared vocabulary).
+        source_length: int, the longest source in tokens, end token included.
+        max_length: int, the most tokens generated.
+        beam_size: int, 1 for greedy search.
+        length_penalty: float, GNMT's alpha (beam search).
+        no_repeat_ngram_size: int, 0 (off) or e.g. 3 for trigram blocking.
+    """
+
+    def __init__(self, model, source_tokenizer, target_tokenizer, source_length, max_length,
+                 beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0):
+        super().__init__(name="seq2seq_serving")
+        for name, tokenizer in (("source_tokenizer", source_tokenizer),
+                                ("target_tokenizer", target_tokenizer)):
+            if not isinstance(tokenizer, WordPieceTokenizer):
+                raise ValueError(
+                    f"`{name}` must be a WordPieceTokenizer, got {type(tokenizer).__name__}."
+                )
+        if target_tokenizer.vocabulary_size() != model.token_logits.vocabulary_size:
+            raise ValueError(
+                f"`target_tokenizer` has {target_tokenizer.vocabulary_size()} tokens but the "
+                f"model predicts {model.token_logits.vocabulary_size}."
+            )
+        if source_tokenizer.vocabulary_size() != model.source_vocabulary_size:
+            raise ValueError(
+                f"`source_tokenizer` has {source_tokenizer.vocabulary_size()} tokens but the "
+                f"model reads {model.source_vocabulary_size}."
+            )
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.source_length = _validation.positive_int("source_length", source_length)
+        self.settings = {
+            "start_id": target_tokenizer.cls_id,
+            "end_id": target_tokenizer.sep_id,
+            "pad_id": target_tokenizer.pad_id,
+            "max_length": max_length,
+            "beam_size": beam_size,
+            "length_penalty": length_penalty,
+            "no_repeat_ngram_size": no_repeat_ngram_size,
+        }
+        # Check the settings now (with clear errors), not when tracing at save.
+        model.generate(tf.zeros([0, 1], tf.int32), **self.settings)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def generate(self, text):
+        tokens = self.source_tokenizer(text)[:, : self.source_length - 1]
+        end = tf.fill([tokens.nrows(), 1], tf.constant(self.source_tokenizer.sep_id, tf.int32))
+        source, mask = tf_text.pad_model_inputs(
+            tf.concat([tokens, end], axis=1), self.source_length,
+            pad_value=self.source_tokenizer.pad_id,
+        )
+        output = self.model.generate(source, mask, **self.settings)
+        token_ids = output["token_ids"]
+        return {
+            "output_text": self.target_tokenizer.detokenize(token_ids),
+            "token_ids": token_ids,
+            "lengths": output["lengths"],
+            "scores": output["scores"],
+        }
+
+
+def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source_length=128,
+                   max_length=128, beam_size=4, length_penalty=0.6, no_repeat_ngram_size=0,
+                   version=1):
+    """Writes a raw-text -> generated-text SavedModel to `export_dir/VERSION/`.
+
+    It loads with only TensorFlow and tensorflow-text (`import
+    tensorflow_text` registers its ops); tfnlp is not needed. See
+    `Seq2SeqServingModule` for the signature.
+
+    Args:
+        model: a `TransformerSeq2Seq`.
+        source_tokenizer: `WordPieceTokenizer` of the source.
+        target_tokenizer: `WordPieceTokenizer` of the target.
+        export_dir: the model's directory, e.g. `saved_models/translate_en_es`.
+        source_length: int, sources are cut to this many tokens.
+        max_length: int, the most tokens generated.
+        beam_size: int, 1 for greedy search.
+        length_penalty: float.
+        no_repeat_ngram_size: int.
+        version: int, the version subdirectory.
+
+    Returns:
+        The path of the written version.
+
+    Example:
+
+    >>> from tfnlp import data, models
+    >>> import tempfile
+    >>> tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["hola", "hello"])
+    >>> model = models.TransformerSeq2Seq(7, num_encoder_layers=1, num_decoder_layers=1,
+    ...                                   hidden_dim=16, num_heads=2)
+    >>> path = export_seq2seq(model, tokenizer, tokenizer, tempfile.mkdtemp(),
+    ...                       source_length=8, max_length=5, beam_size=2)
+    >>> served = tf.saved_model.load(path).signatures["serving_default"]
+    >>> served(text=tf.constant(["hello", ""]))["token_ids"].shape
+    TensorShape([2, 5])
+    """
+    module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
+                                  max_length, beam_size, length_penalty, no_repeat_ngram_size)
+    return save(module, export_dir, version, {"serving_default": module.generate})
