@@ -62,11 +62,19 @@ def test_public_layers_are_registered_and_documented(cls):
             assert name in call_section, f"{cls.__name__}.call: {name} undocumented"
 
 
-@pytest.mark.parametrize(
-    "cls",
-    [models.BertBackbone, models.BertPretrainer, models.BertClassifier, training.LinearWarmupLinearDecay],
-    ids=lambda c: c.__name__,
-)
+PUBLIC_MODELS = [
+    obj
+    for package in (models, training)
+    for obj in map(package.__dict__.get, package.__all__)
+    if inspect.isclass(obj)
+    and issubclass(
+        obj,
+        (keras.Model, keras.losses.Loss, keras.optimizers.schedules.LearningRateSchedule),
+    )
+]
+
+
+@pytest.mark.parametrize("cls", PUBLIC_MODELS, ids=lambda c: c.__name__)
 def test_public_models_are_registered_and_documented(cls):
     assert keras.saving.get_registered_name(cls) == f"tfnlp>{cls.__name__}"
     doc = inspect.getdoc(cls)

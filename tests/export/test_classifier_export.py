@@ -15,13 +15,30 @@ TEXTS = ["Great coffee, will buy again!", "stale and bland", "", "   ", "x" * 30
          "emoji \U0001F600 and 中文"]
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory, corpus_vocabulary):
-    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 32)
+def _bert_classifier(vocabulary_size):
     backbone = models.BertBackbone.from_preset(
-        "bert_tiny", vocabulary_size=len(corpus_vocabulary), max_sequence_length=32
+        "bert_tiny", vocabulary_size=vocabulary_size, max_sequence_length=32
     )
-    classifier = models.BertClassifier(backbone, num_classes=2)
+    return models.BertClassifier(backbone, num_classes=2)  # logits
+
+
+def _transformer_classifier(vocabulary_size):
+    return models.TransformerClassifier(vocabulary_size, 2, hidden_dim=32, activation="softmax")
+
+
+def _probabilities(classifier, inputs):
+    """What the export must serve: the model's own softmax output, or softmax(logits)."""
+    outputs = classifier(inputs, training=False)
+    if isinstance(classifier, models.TransformerClassifier):
+        return outputs.numpy()
+    return tf.nn.softmax(outputs).numpy()
+
+
+@pytest.fixture(scope="module", params=[_bert_classifier, _transformer_classifier],
+                ids=["bert", "transformer"])
+def exported(request, tmp_path_factory, corpus_vocabulary):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 32)
+    classifier = request.param(len(corpus_vocabulary))
     directory = tmp_path_factory.mktemp("saved_models") / "reviews"
     path = export.export_classifier(classifier, preprocessor, str(directory), labels=["other", "great"])
     return path, classifier, preprocessor
@@ -44,13 +61,14 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
     served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in singles]
                    + [{"signature": "classify_pairs", "inputs": pairs}], tmp_path)
     for batch, result in zip(singles, served[:2], strict=True):
-        logits = classifier(preprocessor(tf.constant(batch)), training=False)
-        expected = tf.nn.softmax(logits).numpy()
+        expected = _probabilities(classifier, preprocessor(tf.constant(batch)))
         np.testing.assert_allclose(result["probabilities"], expected, atol=1e-5)
         np.testing.assert_array_equal(result["label_id"], expected.argmax(-1))
         assert result["label"] == [["other", "great"][i] for i in expected.argmax(-1)]
-    logits = classifier(preprocessor((tf.constant(pairs["text_a"]), tf.constant(pairs["text_b"]))))
-    np.testing.assert_allclose(served[2]["probabilities"], tf.nn.softmax(logits).numpy(), atol=1e-5)
+    expected = _probabilities(
+        classifier, preprocessor((tf.constant(pairs["text_a"]), tf.constant(pairs["text_b"])))
+    )
+    np.testing.assert_allclose(served[2]["probabilities"], expected, atol=1e-5)
 
 
 def test_bad_input_gives_valid_results(exported, tmp_path):
@@ -63,6 +81,21 @@ def test_bad_input_gives_valid_results(exported, tmp_path):
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)
     assert np.array(served[1]["probabilities"]).reshape(-1, 2).shape == (0, 2)  # empty batch
+
+
+def test_a_probability_classifier_is_not_softmaxed_twice(corpus_vocabulary):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 32)
+    logits_model = models.TransformerClassifier(len(corpus_vocabulary), 3, hidden_dim=32)
+    probabilities_model = models.TransformerClassifier(
+        len(corpus_vocabulary), 3, hidden_dim=32, activation="softmax"
+    )
+    probabilities_model.set_weights(logits_model.get_weights())
+    texts = tf.constant(TEXTS[:2])
+    modules = [export.ClassifierServingModule(m, preprocessor, ["a", "b", "c"])
+               for m in (logits_model, probabilities_model)]
+    expected = tf.nn.softmax(logits_model(preprocessor(texts))).numpy()
+    for module in modules:
+        np.testing.assert_allclose(module.classify(texts)["probabilities"], expected, atol=1e-6)
 
 
 def test_labels_must_match_the_classes(corpus_vocabulary, tmp_path):

@@ -18,9 +18,15 @@ class ClassifierServingModule(tf.Module):
     Both return `probabilities` float32 `(B, num_classes)`, `label_id` int32
     `(B,)` and `label` `tf.string (B,)` (the name of the most probable class).
 
+    The classifier's output is taken as logits and softmax is applied,
+    unless the classifier has `activation == "softmax"` (e.g.
+    `TransformerClassifier(..., activation="softmax")`): its output is then
+    already the probabilities and is served as is.
+
     Args:
         classifier: a Keras model taking the preprocessor's dict and
-            returning logits `(B, num_classes)`.
+            returning logits `(B, num_classes)`, or probabilities if its
+            `activation` attribute is `"softmax"`.
         preprocessor: the `BertPreprocessor` the classifier was trained with.
         labels: class names, one per class.
     """
@@ -33,12 +39,13 @@ class ClassifierServingModule(tf.Module):
         if len(labels) != num_classes:
             raise ValueError(f"`labels` has {len(labels)} names for {num_classes} classes.")
         self.classifier = classifier
+        self.outputs_probabilities = getattr(classifier, "activation", None) == "softmax"
         self.preprocessor = preprocessor
         self.labels = tf.constant(labels)
 
     def _predict(self, inputs):
-        logits = tf.cast(self.classifier(inputs, training=False), tf.float32)
-        probabilities = tf.nn.softmax(logits, axis=-1)
+        outputs = tf.cast(self.classifier(inputs, training=False), tf.float32)
+        probabilities = outputs if self.outputs_probabilities else tf.nn.softmax(outputs, axis=-1)
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {
             "probabilities": probabilities,
@@ -67,7 +74,9 @@ def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
     (`import tensorflow_text` registers its ops); tfnlp is not needed.
 
     Args:
-        classifier: a Keras model returning logits (e.g. `BertClassifier`).
+        classifier: a Keras model returning logits (e.g. `BertClassifier`,
+            `TransformerClassifier`) or, with `activation="softmax"`,
+            probabilities (see `ClassifierServingModule`).
         preprocessor: its `BertPreprocessor`.
         export_dir: the model's directory, e.g. `saved_models/reviews`.
         labels: class names.

@@ -8,6 +8,7 @@ from tfnlp.models.bert_checkpoints import save_google_checkpoint
 from tfnlp.models.bert_classifier import BertClassifier
 from tfnlp.models.bert_pretrainer import BertPretrainer
 from tfnlp.models.bert_pretrainer import pretraining_batch
+from tfnlp.models.transformer_classifier import TransformerClassifier
 from tfnlp.models.transformer_seq2seq import TRANSFORMER_PRESETS
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
 from tfnlp.models.transformer_seq2seq import seq2seq_batch
@@ -18,6 +19,7 @@ __all__ = [
     "BertClassifier",
     "BertPretrainer",
     "TRANSFORMER_PRESETS",
+    "TransformerClassifier",
     "TransformerSeq2Seq",
     "load_google_checkpoint",
     "load_hugging_face_checkpoint",

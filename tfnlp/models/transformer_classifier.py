@@ -1,0 +1,209 @@
+"""A Transformer encoder text classifier trained from scratch."""
+
+import math
+
+import keras
+
+from tfnlp.layers import _validation
+from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
+from tfnlp.layers.transformer_block import TransformerBlock
+from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
+from tfnlp.training.optimizers import bert_adamw
+
+POOLINGS = ("mean", "first")
+ACTIVATIONS = (None, "softmax")
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class TransformerClassifier(keras.Model):
+    """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
+
+    `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
+    + SegmentEmbedding(segment_ids)`, dropout, then `num_layers` post-LN
+    `TransformerBlock`s (ReLU FFN, as in Vaswani et al.) that never attend
+    to padding, then pooling to `(B, hidden_dim)`, dropout and
+    `Dense(num_classes)` in float32 (also under a mixed precision policy).
+
+    Token embeddings are drawn from `N(0, 1 / hidden_dim)` and multiplied by
+    `sqrt(hidden_dim)` (section 3.4 of the paper), so they start at unit
+    scale, like the sine/cosine encoding they are added to. The segment
+    embedding (0 for `[CLS] A [SEP]`, 1 for `B [SEP]`) lets one model read
+    text pairs as packed by `tfnlp.data.BertPreprocessor`; with single
+    texts only row 0 is used.
+
+    Pooling: `"mean"` averages the final vectors of the real tokens only
+    (`padding_mask` weighted; a row with no real token gives zeros, never
+    NaN), `"first"` takes the vector of the first token (`[CLS]`). Either
+    way, extra padding does not change the output.
+
+    Inputs are the dict of `BertBackbone` (all int32 `(B, T)`, any `T`):
+    `token_ids`, `segment_ids`, `padding_mask` (1 real, 0 padding), so
+    `tfnlp.data.classification_dataset` and
+    `tfnlp.export.export_classifier` work unchanged. `compile()` without
+    arguments uses AdamW (learning rate 1e-3, weight decay 0.01 off biases
+    and LayerNorm), sparse cross-entropy (on logits when `activation` is
+    None) and accuracy.
+
+    Args:
+        vocabulary_size: int.
+        num_classes: int.
+        num_layers: int, number of `TransformerBlock`s.
+        num_heads: int; must divide `hidden_dim`.
+        hidden_dim: int.
+        intermediate_dim: int, FFN size; defaults to `4 * hidden_dim`.
+        dropout: float in [0, 1), on embeddings, attention, sublayers and
+            the pooled vector.
+        pooling: `"mean"` (over real tokens) or `"first"` (first token).
+        num_segments: int, size of the segment table (2 for text pairs).
+        activation: None (the model returns logits) or `"softmax"` (it
+            returns probabilities).
+        **kwargs: base model arguments (`name`, `dtype`, ...).
+
+    Returns:
+        float32 `(B, num_classes)`: logits, or probabilities with
+        `activation="softmax"`.
+
+    Example:
+
+    >>> classifier = TransformerClassifier(vocabulary_size=1000, num_classes=3, hidden_dim=32)
+    >>> classifier({
+    ...     "token_ids": tf.constant([[2, 45, 67, 3, 0]]),
+    ...     "segment_ids": tf.zeros((1, 5), tf.int32),
+    ...     "padding_mask": tf.constant([[1, 1, 1, 1, 0]]),
+    ... }).shape
+    TensorShape([1, 3])
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_classes,
+        num_layers=2,
+        num_heads=4,
+        hidden_dim=128,
+        intermediate_dim=None,
+        dropout=0.1,
+        pooling="mean",
+        num_segments=2,
+        activation=None,
+        **kwargs,
+    ):
+        vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
+        num_classes = _validation.positive_int("num_classes", num_classes)
+        num_layers = _validation.positive_int("num_layers", num_layers)
+        num_heads = _validation.positive_int("num_heads", num_heads)
+        hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
+        intermediate_dim = _validation.positive_int(
+            "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
+        )
+        dropout = _validation.rate("dropout", dropout)
+        num_segments = _validation.positive_int("num_segments", num_segments)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
+            )
+        if pooling not in POOLINGS:
+            raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"`activation` must be one of {ACTIVATIONS}, got {activation!r}.")
+        dtype = kwargs.pop("dtype", None)
+
+        # === Layers ===
+        self.token_embedding = keras.layers.Embedding(
+            vocabulary_size, hidden_dim,
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5),
+            dtype=dtype, name="token_embedding",
+        )
+        self.segment_embedding = keras.layers.Embedding(
+            num_segments, hidden_dim,
+            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+            dtype=dtype, name="segment_embedding",
+        )
+        self.position_encoding = SinusoidalPositionEncoding(dtype=dtype, name="position_encoding")
+        self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
+        self.embeddings_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="embeddings_dropout"
+        )
+        self.transformer_layers = [
+            TransformerBlock(
+                num_heads, intermediate_dim, dropout=dropout, activation="relu", dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        # The head runs in float32 whatever the policy.
+        self.output_dropout = keras.layers.Dropout(dropout, dtype="float32", name="output_dropout")
+        self.output_dense = keras.layers.Dense(
+            num_classes, activation=activation, dtype="float32",
+            name="logits" if activation is None else "probabilities",
+        )
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
+        }
+        tokens = self.token_embedding(inputs["token_ids"]) * math.sqrt(hidden_dim)
+        x = self.embeddings_add(
+            [tokens, self.position_encoding(tokens), self.segment_embedding(inputs["segment_ids"])]
+        )
+        x = self.embeddings_dropout(x)
+        for block in self.transformer_layers:
+            x = block(x, padding_mask=inputs["padding_mask"])  # (B, T, hidden_dim)
+        x = keras.ops.cast(x, "float32")
+        if pooling == "mean":
+            mask = keras.ops.cast(inputs["padding_mask"], "float32")[:, :, None]  # (B, T, 1)
+            count = keras.ops.maximum(keras.ops.sum(mask, axis=1), 1.0)  # (B, 1)
+            pooled = keras.ops.sum(x * mask, axis=1) / count  # (B, hidden_dim)
+        else:
+            pooled = x[:, 0, :]
+        outputs = self.output_dense(self.output_dropout(pooled))
+        # A Functional model ignores `dtype`: the layers carry the policy.
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_classes = num_classes
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.pooling = pooling
+        self.num_segments = num_segments
+        self.activation = activation
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if optimizer == "auto":
+            optimizer = bert_adamw(1e-3)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None)
+        if metrics == "auto":
+            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.token_embedding.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_classes": self.num_classes,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "pooling": self.pooling,
+            "num_segments": self.num_segments,
+            "activation": self.activation,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
