@@ -128,6 +128,10 @@ def test_mixed_bfloat16(backbone):
     assert_allclose(out["pooled_output"], backbone(x)["pooled_output"], atol=0.1, rtol=0.05)
     logits = models.BertPretrainer(mixed)({**x, "masked_positions": np.zeros((3, 2), "int32")})["mlm"]
     assert logits.dtype == tf.float32
+    # A Functional model ignores `dtype`; the policy must survive the config.
+    restored = models.BertBackbone.from_config(mixed.get_config())
+    assert restored.get_config()["dtype"]["config"]["name"] == "mixed_bfloat16"
+    assert restored(x)["sequence_output"].dtype == tf.bfloat16
 
 
 @pytest.mark.parametrize(

@@ -167,6 +167,9 @@ def test_save_and_load_keeps_outputs_and_generation(tmp_path):
 
 def test_mixed_bfloat16_trains_and_generates():
     model = tiny(dtype="mixed_bfloat16")
+    # A Functional model ignores `dtype`; the policy must survive the config.
+    assert TransformerSeq2Seq.from_config(model.get_config()).get_config() == model.get_config()
+    assert model.get_config()["dtype"]["config"]["name"] == "mixed_bfloat16"
     logits = model(inputs())
     assert logits.dtype == tf.float32 and np.all(np.isfinite(logits))
     output = model.generate(SOURCE, start_id=START, end_id=END, max_length=6, beam_size=2)

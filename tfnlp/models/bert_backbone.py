@@ -124,17 +124,11 @@ class BertBackbone(keras.Model):
         )
 
         # === Functional model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
-        tokens = self.token_embedding(inputs["token_ids"])
-        x = self.embeddings_add(
-            [tokens, self.segment_embedding(inputs["segment_ids"]), self.position_embedding(tokens)]
-        )
-        x = self.embeddings_dropout(self.embeddings_norm(x))
+        inputs = self._functional_inputs()
+        x = self._embed(inputs)
+        attention_mask = self._attention_mask(inputs)
         for block in self.transformer_layers:
-            x = block(x, padding_mask=inputs["padding_mask"])
+            x = block(x, padding_mask=inputs["padding_mask"], attention_mask=attention_mask)
         pooled = self.pooler(x[:, 0, :])
         super().__init__(
             inputs=inputs,
@@ -152,6 +146,24 @@ class BertBackbone(keras.Model):
         self.dropout = dropout
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
+
+    # --- What subclasses (UniLMBackbone) change ---
+
+    def _functional_inputs(self):
+        return {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+
+    def _embed(self, inputs):
+        tokens = self.token_embedding(inputs["token_ids"])
+        x = self.embeddings_add(
+            [tokens, self.segment_embedding(inputs["segment_ids"]), self.position_embedding(tokens)]
+        )
+        return self.embeddings_dropout(self.embeddings_norm(x))
+
+    def _attention_mask(self, inputs):
+        return None  # BERT: bidirectional, padding only
 
     @classmethod
     def from_preset(cls, preset, vocabulary_size, **overrides):
@@ -172,7 +184,7 @@ class BertBackbone(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self.token_embedding.dtype_policy),
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,

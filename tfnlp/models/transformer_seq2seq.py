@@ -492,7 +492,7 @@ class TransformerSeq2Seq(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self.source_embedding.dtype_policy),
             "source_vocabulary_size": self.source_vocabulary_size,
             "target_vocabulary_size": self.target_vocabulary_size,
             "num_encoder_layers": self.num_encoder_layers,
