@@ -128,3 +128,17 @@ def test_combine_masks_broadcasts_and_skips_none():
 def test_builders_reject_wrong_rank(builder):
     with pytest.raises(ValueError, match="padding_mask"):
         builder(np.ones((2, 3, 3)))
+
+
+def test_objective_mask_picks_each_examples_builder():
+    segment_ids = tf.constant([[0, 0, 1, 1, 0]] * 5)
+    padding = tf.constant([[1, 1, 1, 1, 0]] * 5)
+    chosen = masks.objective_mask(tf.constant([0, 1, 2, 3, 7]), segment_ids, padding).numpy()
+    expected = [
+        masks.bidirectional_mask(padding), masks.left_to_right_mask(padding),
+        masks.right_to_left_mask(padding), masks.seq2seq_mask(segment_ids, padding),
+    ]
+    for b in range(4):
+        np.testing.assert_array_equal(chosen[b], expected[b].numpy()[b])
+    assert not chosen[4].any(), "an unknown objective sees nothing"
+    assert masks.OBJECTIVES[masks.SEQ2SEQ] == "seq2seq"

@@ -12,6 +12,9 @@ from tfnlp.data.pipelines import encoder_decoder_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tfrecord import read_tfrecords
+from tfnlp.data.unilm import objective_counts
+from tfnlp.data.unilm import unilm_finetuning_dataset
+from tfnlp.data.unilm import unilm_pretraining_dataset
 from tfnlp.data.tfrecord import write_tfrecords
 from tfnlp.data.vocabulary import SPECIAL_TOKENS
 from tfnlp.data.vocabulary import count_words
@@ -32,7 +35,10 @@ __all__ = [
     "elmo_dataset",
     "encoder_decoder_dataset",
     "next_sentence_pairs",
+    "objective_counts",
     "read_tfrecords",
+    "unilm_finetuning_dataset",
+    "unilm_pretraining_dataset",
     "unilm_seq2seq_dataset",
     "write_tfrecords",
     "count_words",

@@ -43,14 +43,15 @@ def _document_chunks(sentences, tokenizer, segment_length):
     )
 
 
-def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_buffer=10_000):
+def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_buffer=10_000,
+                        random_next_probability=0.5):
     """Segment pairs for next-sentence prediction, 50% true next, 50% random.
 
     Each document's sentences are tokenized and packed greedily into chunks
     of at most `segment_length` tokens (whole sentences; a longer sentence is
     a chunk of its own and is cut later by the packer, as in BERT). Every
     pair of consecutive chunks `(A, B)` of a document becomes an example;
-    with probability 0.5 its `B` is replaced by a random chunk of *another*
+    with probability `random_next_probability` (0.5) its `B` is replaced by a random chunk of *another*
     document (label 1), else it stays the true next chunk (label 0). When the
     random chunk happens to come from A's own document the pair stays a true
     pair, so a negative never comes from A's document; this lowers the
@@ -71,6 +72,8 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
             packed length `L`).
         seed: int.
         shuffle_buffer: int, pairs shuffled at once (0 to keep corpus order).
+        random_next_probability: float in [0, 1], the rate of random `B`s
+            (0: every `B` is the true continuation, as UniLM uses).
 
     Returns:
         `tf.data.Dataset` of dicts: `segment_a`, `segment_b` (int32 1-D),
@@ -78,6 +81,10 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
         `chunk`, `b_document`, `b_chunk` (int64: document and chunk index).
     """
     segment_length = _validation.positive_int("segment_length", segment_length)
+    if not 0.0 <= random_next_probability <= 1.0:
+        raise ValueError(
+            f"`random_next_probability` must be in [0, 1], got {random_next_probability!r}."
+        )
     documents = documents.enumerate()
 
     def chunked(document_id, sentences):
@@ -110,7 +117,9 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
     def choose(index, zipped):
         candidate, random = zipped
         coin = tf.random.stateless_uniform([], seed=tf.stack([seed, tf.cast(index, tf.int32)]))
-        is_random = (coin < 0.5) & (random["document"] != candidate["document"])
+        is_random = (coin < random_next_probability) & (
+            random["document"] != candidate["document"]
+        )
         return {
             "segment_a": dense_row(candidate["segment_a"]),
             "segment_b": tf.cond(
@@ -171,6 +180,7 @@ def bert_pretraining_dataset(
     whole_word_masking=False,
     seed=0,
     shuffle_buffer=10_000,
+    random_next_probability=0.5,
 ):
     """BERT pretraining batches: packed sentence pairs with masked-LM targets.
 
@@ -202,6 +212,8 @@ def bert_pretraining_dataset(
         whole_word_masking: bool.
         seed: int.
         shuffle_buffer: int, pairs shuffled at once (0: corpus order).
+        random_next_probability: float, the rate of random second segments
+            (see `next_sentence_pairs`).
 
     Returns:
         `tf.data.Dataset` of dicts of int32 tensors: `token_ids`,
@@ -231,7 +243,8 @@ def bert_pretraining_dataset(
     packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     continuation = tf.constant([t.startswith("##") for t in tokenizer.get_vocabulary()])
     pairs = next_sentence_pairs(
-        documents, tokenizer, (sequence_length - 3) // 2, seed=seed, shuffle_buffer=shuffle_buffer
+        documents, tokenizer, (sequence_length - 3) // 2, seed=seed, shuffle_buffer=shuffle_buffer,
+        random_next_probability=random_next_probability,
     )
 
     def example(index, pair):

@@ -13,6 +13,10 @@ by 1 padding token.
 
 import tensorflow as tf
 
+# UniLM's language-model objectives, in the order `objective_mask` reads them.
+OBJECTIVES = ("bidirectional", "left_to_right", "right_to_left", "seq2seq")
+BIDIRECTIONAL, LEFT_TO_RIGHT, RIGHT_TO_LEFT, SEQ2SEQ = range(4)
+
 
 def _as_bool(mask, name, rank):
     mask = tf.convert_to_tensor(mask)
@@ -242,6 +246,50 @@ def seq2seq_mask(segment_ids, padding_mask=None):
     if padding_mask is not None:
         mask &= _as_bool(padding_mask, "padding_mask", 2)[:, None, :]
     return mask
+
+
+def objective_mask(objective, segment_ids, padding_mask):
+    """Builds each example's mask for its UniLM objective.
+
+    `objective[b]` picks, for example `b`, one of `OBJECTIVES`:
+    0 `bidirectional_mask`, 1 `left_to_right_mask`, 2 `right_to_left_mask`,
+    3 `seq2seq_mask` (from `segment_ids`). An id outside 0..3 selects no
+    mask: that example attends to nothing (its attention outputs are 0).
+
+    Args:
+        objective: int tensor `(B,)`.
+        segment_ids: int tensor `(B, S)`, 0 for the first segment, 1 for the
+            second (read by the seq2seq objective only).
+        padding_mask: bool or int tensor `(B, S)`.
+
+    Returns:
+        `tf.bool` tensor `(B, S, S)`.
+
+    Example:
+
+    >>> objective_mask(tf.constant([BIDIRECTIONAL, SEQ2SEQ]), tf.constant([[0, 1], [0, 1]]),
+    ...                tf.constant([[1, 1], [1, 1]])).numpy().astype(int)
+    array([[[1, 1],
+            [1, 1]],
+    <BLANKLINE>
+           [[1, 0],
+            [1, 1]]])
+    """
+    objective = tf.convert_to_tensor(objective)
+    if objective.shape.rank is not None and objective.shape.rank != 1:
+        raise ValueError(f"`objective` must have shape (B,), got {objective.shape}.")
+    candidates = tf.stack(
+        [
+            bidirectional_mask(padding_mask),
+            left_to_right_mask(padding_mask),
+            right_to_left_mask(padding_mask),
+            seq2seq_mask(segment_ids, padding_mask),
+        ],
+        axis=1,
+    )  # (B, 4, S, S)
+    chosen = tf.one_hot(tf.cast(objective, tf.int32), len(OBJECTIVES), on_value=True,
+                        off_value=False, dtype=tf.bool)  # (B, 4)
+    return tf.reduce_any(candidates & chosen[:, :, None, None], axis=1)
 
 
 def combine_masks(*masks):

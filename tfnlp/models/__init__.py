@@ -12,6 +12,9 @@ from tfnlp.models.transformer_classifier import TransformerClassifier
 from tfnlp.models.transformer_seq2seq import TRANSFORMER_PRESETS
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
 from tfnlp.models.transformer_seq2seq import seq2seq_batch
+from tfnlp.models.unilm import UniLM
+from tfnlp.models.unilm import unilm_batch
+from tfnlp.models.unilm_backbone import UniLMBackbone
 
 __all__ = [
     "BERT_PRESETS",
@@ -21,9 +24,12 @@ __all__ = [
     "TRANSFORMER_PRESETS",
     "TransformerClassifier",
     "TransformerSeq2Seq",
+    "UniLM",
+    "UniLMBackbone",
     "load_google_checkpoint",
     "load_hugging_face_checkpoint",
     "pretraining_batch",
     "save_google_checkpoint",
     "seq2seq_batch",
+    "unilm_batch",
 ]

@@ -1,0 +1,99 @@
+"""UniLM pipelines: objective proportions in every batch, target-only masking."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfnlp import data, datasets
+from tfnlp.layers import masks
+
+
+@pytest.fixture(scope="module")
+def tokenizer(corpus_vocabulary):
+    return data.WordPieceTokenizer(corpus_vocabulary)
+
+
+@pytest.mark.parametrize("batch_size", [36, 32, 7])
+def test_objective_counts(batch_size):
+    counts = data.objective_counts(batch_size)
+    assert sum(counts.values()) == batch_size
+    if batch_size % 6 == 0:
+        assert counts == {"bidirectional": batch_size // 3, "left_to_right": batch_size // 6,
+                          "right_to_left": batch_size // 6, "seq2seq": batch_size // 3}
+
+
+def test_pretraining_batches_mix_objectives_in_the_paper_proportions(tokenizer):
+    documents = datasets.load_documents("en_novels", "validation").take(12)
+    batches = data.unilm_pretraining_dataset(documents, tokenizer, sequence_length=64,
+                                             batch_size=36, seed=3)
+    orders, total = set(), np.zeros(4)
+    for batch in batches.take(25):
+        objective = batch["objective"].numpy()
+        counts = np.bincount(objective, minlength=4)
+        # Within every batch: 1/3 bidirectional, 1/6 l2r, 1/6 r2l, 1/3 seq2seq.
+        np.testing.assert_array_equal(counts, [12, 6, 6, 12])
+        total += counts
+        orders.add(tuple(objective))
+        assert "next_sentence_labels" not in batch
+        assert batch["token_ids"].shape == (36, 64) and batch["masked_ids"].shape == (36, 20)
+    assert len(orders) > 20, "the order of objectives must vary between batches"
+    np.testing.assert_allclose(total / total.sum(), [1 / 3, 1 / 6, 1 / 6, 1 / 3])
+
+
+def test_pretraining_pairs_are_true_continuations(tokenizer):
+    documents = datasets.load_documents("en_novels", "validation").take(6)
+    pairs = data.next_sentence_pairs(documents, tokenizer, 30, random_next_probability=0.0)
+    for pair in pairs.take(200):
+        assert pair["b_document"] == pair["document"] and pair["b_chunk"] == pair["chunk"] + 1
+        assert pair["next_sentence_label"] == 0
+    with pytest.raises(ValueError, match="random_next_probability"):
+        data.next_sentence_pairs(documents, tokenizer, 30, random_next_probability=1.5)
+
+
+def finetuning_batch(tokenizer, **kwargs):
+    pairs = datasets.load_text_pairs("bible_archaic_modern", "validation").take(64)
+    return next(iter(data.unilm_finetuning_dataset(pairs, tokenizer, 64, batch_size=64, **kwargs)))
+
+
+def test_finetuning_masks_only_target_tokens(tokenizer):
+    batch = finetuning_batch(tokenizer, seed=1)
+    plain = next(iter(data.unilm_seq2seq_dataset(
+        datasets.load_text_pairs("bible_archaic_modern", "validation").take(64), tokenizer, 64,
+        batch_size=64)))
+    np.testing.assert_array_equal(batch["objective"], masks.SEQ2SEQ)
+    np.testing.assert_array_equal(batch["segment_ids"], plain["segment_ids"])
+    positions = batch["masked_positions"].numpy()
+    weights = batch["masked_weights"].numpy().astype(bool)
+    original = plain["token_ids"].numpy()
+    changed = batch["token_ids"].numpy() != original
+    targets = (plain["segment_ids"].numpy() == 1) & (plain["padding_mask"].numpy() == 1)
+    ends_masked = 0
+    for b in range(64):
+        chosen = positions[b][weights[b]]
+        assert len(chosen) >= 1 and len(set(chosen)) == len(chosen)
+        assert targets[b, chosen].all(), "only target tokens (and the final [SEP]) are masked"
+        np.testing.assert_array_equal(batch["masked_ids"].numpy()[b][weights[b]],
+                                      original[b, chosen])
+        # Every changed token is a prediction target.
+        assert set(np.flatnonzero(changed[b])) <= set(chosen)
+        ends_masked += int(np.flatnonzero(targets[b])[-1] in chosen)
+        rate = len(chosen) / targets[b].sum()
+        assert 0.3 < rate <= 1.0
+    assert ends_masked > 20, "the final [SEP] must be a target too"
+    masked_tokens = batch["token_ids"].numpy()[changed]
+    assert np.mean(masked_tokens == tokenizer.mask_id) > 0.7
+
+
+def test_finetuning_is_seeded(tokenizer):
+    first, again = finetuning_batch(tokenizer, seed=4), finetuning_batch(tokenizer, seed=4)
+    other = finetuning_batch(tokenizer, seed=5)
+    np.testing.assert_array_equal(first["token_ids"], again["token_ids"])
+    assert not np.array_equal(first["token_ids"], other["token_ids"])
+
+
+@pytest.mark.parametrize("kwargs, message", [({"masking_rate": 0.0}, "masking_rate"),
+                                             ({"max_predictions": 0}, "max_predictions")])
+def test_bad_finetuning_arguments(tokenizer, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        data.unilm_finetuning_dataset(tf.data.Dataset.from_tensor_slices((["a"], ["b"])),
+                                      tokenizer, 16, **kwargs)

@@ -1,0 +1,201 @@
+"""UniLM: per-example objectives, BERT initialisation, cached seq2seq decoding."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfnlp import data, models
+from tfnlp.layers import masks
+from tfnlp.models import UniLM, UniLMBackbone
+
+CLS, SEP, MASK = 2, 3, 4
+# Two packed pairs: [CLS] S [SEP] T [SEP] then padding.
+TOKENS = tf.constant([[CLS, 10, 11, 12, SEP, 20, 21, SEP, 0, 0],
+                      [CLS, 13, SEP, 22, 23, 24, 25, SEP, 0, 0]])
+SEGMENTS = tf.constant([[0, 0, 0, 0, 0, 1, 1, 1, 0, 0], [0, 0, 0, 1, 1, 1, 1, 1, 0, 0]])
+PADDING = tf.cast(TOKENS > 0, tf.int32)
+
+
+def backbone(**overrides):
+    config = {"vocabulary_size": 40, "num_layers": 2, "num_heads": 2, "hidden_dim": 16,
+              "intermediate_dim": 32, "dropout": 0.0, "max_sequence_length": 40}
+    config.update(overrides)
+    return UniLMBackbone(**config)
+
+
+def run(model, objective, token_ids=TOKENS):
+    return model({
+        "token_ids": token_ids, "segment_ids": SEGMENTS, "padding_mask": PADDING,
+        "objective": tf.fill([2], objective),
+    })["sequence_output"].numpy()
+
+
+def changed(model, objective, position):
+    """Which positions' outputs change when the token at `position` changes."""
+    other = tf.tensor_scatter_nd_update(TOKENS, [[0, position]], [30])
+    difference = np.abs(run(model, objective, other) - run(model, objective))[0].max(-1)
+    return set(np.flatnonzero(difference > 1e-6).tolist()) & set(range(8))  # real tokens
+
+
+@pytest.mark.parametrize(
+    "objective, position, expected",
+    [
+        (masks.BIDIRECTIONAL, 2, set(range(8))),
+        (masks.LEFT_TO_RIGHT, 2, set(range(2, 8))),  # only itself and later tokens
+        (masks.RIGHT_TO_LEFT, 5, set(range(6))),  # only itself and earlier tokens
+        (masks.SEQ2SEQ, 2, set(range(8))),  # the source is seen by everyone
+        (masks.SEQ2SEQ, 6, {6, 7}),  # a target token: only itself and later targets
+    ],
+)
+def test_each_objective_sees_what_its_mask_allows(objective, position, expected):
+    assert changed(backbone(), objective, position) == expected
+
+
+def test_padding_is_never_seen():
+    model = backbone()
+    padded = tf.tensor_scatter_nd_update(TOKENS, [[0, 8], [1, 9]], [33, 34])
+    for objective in range(4):
+        np.testing.assert_allclose(run(model, objective, padded)[:, :8],
+                                   run(model, objective)[:, :8], atol=1e-6)
+
+
+def test_every_example_gets_the_mask_of_its_objective():
+    """In a mixed batch, each example equals the batch run with its own objective."""
+    model = backbone()
+    tokens = tf.tile(TOKENS, [2, 1])
+    objectives = tf.constant([0, 3, 1, 2])
+    mixed = model({"token_ids": tokens, "segment_ids": tf.tile(SEGMENTS, [2, 1]),
+                   "padding_mask": tf.tile(PADDING, [2, 1]), "objective": objectives})
+    for b, objective in enumerate(objectives.numpy()):
+        alone = run(model, int(objective))[b % 2]
+        np.testing.assert_allclose(mixed["sequence_output"][b], alone, atol=1e-6)
+
+
+def test_from_bert_and_back():
+    bert = models.BertBackbone(40, 2, 2, 16, 32, dropout=0.0, max_sequence_length=40)
+    unilm = UniLMBackbone.from_bert(bert)
+    inputs = {"token_ids": TOKENS, "segment_ids": SEGMENTS, "padding_mask": PADDING}
+    expected = bert(inputs)["sequence_output"]
+    # Bidirectional UniLM == BERT, and to_bert() gives the same encoder back.
+    np.testing.assert_allclose(run(unilm, masks.BIDIRECTIONAL), expected, atol=1e-6)
+    np.testing.assert_allclose(unilm.to_bert()(inputs)["sequence_output"], expected, atol=1e-6)
+    rows = unilm.segment_embedding.embeddings.numpy()
+    bert_rows = bert.segment_embedding.embeddings.numpy()
+    np.testing.assert_array_equal(rows, bert_rows[[0, 1, 0, 0, 0, 1]])
+    with pytest.raises(ValueError, match="bert_backbone"):
+        UniLMBackbone.from_bert(unilm)
+
+
+def test_backbone_save_and_load(tmp_path):
+    model = backbone(dtype="mixed_bfloat16")
+    path = str(tmp_path / "unilm.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(restored, UniLMBackbone)
+    assert restored.get_config() == model.get_config()
+    np.testing.assert_allclose(run(restored, 3), run(model, 3), atol=0)
+
+
+def unilm_model(seed=5, **overrides):
+    keras.utils.set_random_seed(seed)
+    return UniLM(backbone(**overrides))
+
+
+SOURCES = tf.constant([[CLS, 10, 11, 12, SEP, 0], [CLS, 13, SEP, 0, 0, 0]])
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"beam_size": 1},
+        {"beam_size": 1, "no_repeat_ngram_size": 3},
+        {"beam_size": 3, "length_penalty": 0.6},
+        {"beam_size": 4, "no_repeat_ngram_size": 3},
+    ],
+    ids=["greedy", "greedy_trigram", "beam3_alpha", "beam4_trigram"],
+)
+def test_cached_generation_equals_recomputation(settings):
+    model = unilm_model()
+    common = {"end_id": SEP, "mask_id": MASK, "max_length": 10, **settings}
+    mask = tf.cast(SOURCES > 0, tf.int32)
+    cached = model.generate(SOURCES, mask, **common)
+    recomputed = model.generate(SOURCES, mask, use_cache=False, **common)
+    np.testing.assert_array_equal(cached["token_ids"], recomputed["token_ids"])
+    np.testing.assert_array_equal(cached["lengths"], recomputed["lengths"])
+    np.testing.assert_allclose(cached["scores"], recomputed["scores"], atol=1e-5)
+
+
+def test_decoding_step_equals_the_training_view():
+    """The step's logits == the masked-LM logits of the packed training input."""
+    model = unilm_model()
+    target = [20, 21, 22]
+    state, context = model.initial_decoding_state(SOURCES[:1], SOURCES[:1] > 0, 6)
+    context["mask_id"] = tf.constant([MASK])
+    previous = tf.constant([MASK])
+    for index, token in enumerate(target + [SEP]):
+        logits, state = model.decoding_step(previous, tf.constant(index), state, context)
+        packed = [CLS, 10, 11, 12, SEP] + target[:index] + [MASK]
+        expected = model({
+            "token_ids": tf.constant([packed]),
+            "segment_ids": tf.constant([[0] * 5 + [1] * (index + 1)]),
+            "padding_mask": tf.ones((1, len(packed)), tf.int32),
+            "objective": tf.constant([masks.SEQ2SEQ]),
+            "masked_positions": tf.constant([[len(packed) - 1]]),
+        })
+        np.testing.assert_allclose(logits, expected[:, 0], atol=2e-5)
+        previous = tf.constant([token])
+
+
+def test_generate_traces_once_and_rejects_bad_arguments():
+    model = unilm_model()
+    for sources in (SOURCES, SOURCES[:1], tf.tile(SOURCES, [2, 2])):
+        model.generate(sources, end_id=SEP, mask_id=MASK, max_length=4, beam_size=2)
+    (function,) = model._generate_functions.by_setting.values()
+    assert function.experimental_get_tracing_count() == 1
+    for bad, message in (({"mask_id": -1}, "mask_id"), ({"beam_size": 0}, "beam_size"),
+                         ({"max_length": 0}, "max_length")):
+        with pytest.raises(ValueError, match=message):
+            model.generate(SOURCES, **{"end_id": SEP, "mask_id": MASK, **bad})
+    with pytest.raises(ValueError, match="source_token_ids"):
+        model.generate(tf.constant([1.0, 2.0]), end_id=SEP, mask_id=MASK)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="position table"):
+        model.generate(tf.ones((1, 30), tf.int32), end_id=SEP, mask_id=MASK, max_length=20)
+
+
+def test_unilm_save_and_load(tmp_path):
+    model = unilm_model()
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    settings = {"end_id": SEP, "mask_id": MASK, "max_length": 5, "beam_size": 2}
+    np.testing.assert_array_equal(restored.generate(SOURCES, **settings)["token_ids"],
+                                  model.generate(SOURCES, **settings)["token_ids"])
+
+
+WORDS = [f"w{i}" for i in range(12)]
+
+
+def test_fine_tuning_learns_to_reverse_and_generation_reproduces_it():
+    """unilm_finetuning_dataset -> fit -> generate, end to end on a toy task."""
+    rng = np.random.default_rng(0)
+    sources = [rng.choice(WORDS, size=rng.integers(2, 5)) for _ in range(768)]
+    texts = [" ".join(s) for s in sources]
+    reversed_texts = [" ".join(s[::-1]) for s in sources]
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + WORDS)
+    pairs = tf.data.Dataset.from_tensor_slices((texts, reversed_texts))
+    batches = data.unilm_finetuning_dataset(pairs, tokenizer, 16, batch_size=32,
+                                            shuffle_buffer=768).map(models.unilm_batch)
+    keras.utils.set_random_seed(0)
+    model = UniLM(UniLMBackbone(tokenizer.vocabulary_size(), 2, 4, 64, 128, dropout=0.0,
+                                max_sequence_length=32))
+    model.compile(optimizer=keras.optimizers.Adam(2e-3))
+    model.fit(batches.repeat(), steps_per_epoch=300, epochs=1, verbose=0)
+    test = [rng.choice(WORDS, size=4) for _ in range(16)]
+    packed = data.BertPreprocessor(tokenizer, 8)(tf.constant([" ".join(s) for s in test]))
+    for beam_size in (1, 3):
+        output = model.generate(packed["token_ids"], packed["padding_mask"], end_id=tokenizer.sep_id,
+                                mask_id=tokenizer.mask_id, max_length=6, beam_size=beam_size)
+        decoded = [t.decode() for t in tokenizer.detokenize(output["token_ids"]).numpy()]
+        accuracy = np.mean([d == " ".join(s[::-1]) for d, s in zip(decoded, test, strict=True)])
+        assert accuracy >= 0.8, (beam_size, accuracy, decoded[:4])

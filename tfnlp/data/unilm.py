@@ -1,0 +1,186 @@
+"""UniLM pipelines: pretraining with mixed objectives, seq2seq fine-tuning."""
+
+import tensorflow as tf
+
+from tfnlp.data.bert_pretraining import bert_pretraining_dataset
+from tfnlp.data.pipelines import unilm_seq2seq_dataset
+from tfnlp.layers import _validation
+from tfnlp.layers import masks as masks_lib
+
+
+def objective_counts(batch_size):
+    """Examples per objective in a batch: 1/3 bidirectional, 1/3 seq2seq, 1/6 each LM.
+
+    Args:
+        batch_size: int.
+
+    Returns:
+        A dict objective name -> count, summing to `batch_size` (exact
+        proportions when `batch_size` is a multiple of 6).
+
+    Example:
+
+    >>> objective_counts(32)
+    {'bidirectional': 11, 'left_to_right': 5, 'right_to_left': 5, 'seq2seq': 11}
+    """
+    batch_size = _validation.positive_int("batch_size", batch_size)
+    third = round(batch_size / 3)
+    rest = batch_size - 2 * third
+    return {"bidirectional": third, "left_to_right": rest // 2,
+            "right_to_left": rest - rest // 2, "seq2seq": third}
+
+
+def _objectives(batch_size, seed):
+    counts = objective_counts(batch_size)
+    ids = tf.constant(
+        [masks_lib.OBJECTIVES.index(name) for name, n in counts.items() for _ in range(n)],
+        tf.int32,
+    )
+    return tf.random.experimental.stateless_shuffle(ids, seed=seed)
+
+
+def unilm_pretraining_dataset(
+    documents,
+    tokenizer,
+    sequence_length=128,
+    max_predictions_per_seq=20,
+    batch_size=36,
+    masking_rate=0.15,
+    seed=0,
+    shuffle_buffer=10_000,
+):
+    """UniLM pretraining batches: masked LM under four objectives in every batch.
+
+    The examples are BERT's (`bert_pretraining_dataset`: `[CLS] A [SEP] B
+    [SEP]` from consecutive chunks of a document, B always the true
+    continuation here; 15% of the tokens selected, 80% `[MASK]`, 10% random,
+    10% kept). Each batch then gets the paper's mix of objectives (section
+    2.3): 1/3 bidirectional, 1/3 seq2seq (A is the source, B the target),
+    1/6 left-to-right, 1/6 right-to-left (`objective_counts`), in a seeded
+    random order per batch. The model picks each example's attention mask
+    and segment rows from its `objective` (`UniLMBackbone`).
+
+    Args:
+        documents: `tf.data.Dataset` of 1-D `tf.string` tensors (documents).
+        tokenizer: a `WordPieceTokenizer`.
+        sequence_length: int.
+        max_predictions_per_seq: int.
+        batch_size: int (a multiple of 6 gives exact proportions).
+        masking_rate: float in (0, 1).
+        seed: int.
+        shuffle_buffer: int (0: corpus order).
+
+    Returns:
+        `tf.data.Dataset` of dicts of int32: `token_ids`, `segment_ids`,
+        `padding_mask` `(B, L)`, `objective` `(B,)`, `masked_positions`,
+        `masked_ids`, `masked_weights` `(B, P)`. Map with
+        `tfnlp.models.unilm_batch` before `UniLM.fit`.
+
+    Example:
+
+    >>> from tfnlp import data, datasets
+    >>> documents = datasets.load_documents("en_novels", "validation").take(4)
+    >>> vocab = data.learn_wordpiece_vocabulary(documents, 500, progress=False)
+    >>> batches = unilm_pretraining_dataset(documents, data.WordPieceTokenizer(vocab),
+    ...                                     sequence_length=64, batch_size=12)
+    >>> sorted(next(iter(batches))["objective"].numpy().tolist())
+    [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 3, 3]
+    """
+    batch_size = _validation.positive_int("batch_size", batch_size)
+    batches = bert_pretraining_dataset(
+        documents, tokenizer, sequence_length, max_predictions_per_seq, batch_size,
+        masking_rate, seed=seed, shuffle_buffer=shuffle_buffer, random_next_probability=0.0,
+    )
+
+    def add_objectives(index, batch):
+        batch = {k: v for k, v in batch.items() if k != "next_sentence_labels"}
+        batch["objective"] = _objectives(batch_size, tf.stack([seed, tf.cast(index, tf.int32)]))
+        return batch
+
+    return batches.enumerate().map(add_objectives).prefetch(tf.data.AUTOTUNE)
+
+
+def unilm_finetuning_dataset(
+    pairs,
+    tokenizer,
+    sequence_length,
+    masking_rate=0.7,
+    max_predictions=None,
+    batch_size=32,
+    shuffle_buffer=0,
+    seed=0,
+    drop_remainder=True,
+):
+    """Seq2seq fine-tuning batches as in UniLM: masked target tokens, seq2seq mask.
+
+    `(source, target)` pairs are packed `[CLS] S [SEP] T [SEP]`
+    (`unilm_seq2seq_dataset`); then `masking_rate` of the target tokens,
+    the final `[SEP]` included (so the model learns to end), are selected
+    (at least one per example, at most `max_predictions`): 80% become
+    `[MASK]`, 10% a random token, 10% stay. Every example has the seq2seq
+    objective. All of it is batched tensor code with stateless, seeded
+    randomness (the same `seed` gives the same batches).
+
+    Args:
+        pairs: `tf.data.Dataset` of `(source, target)` strings.
+        tokenizer: a `WordPieceTokenizer`.
+        sequence_length: int.
+        masking_rate: float in (0, 1] (UniLM used 0.7 for summarisation).
+        max_predictions: int, predictions per example; defaults to
+            `masking_rate * sequence_length` rounded up.
+        batch_size: int.
+        shuffle_buffer: int (0: keep order).
+        seed: int.
+        drop_remainder: bool.
+
+    Returns:
+        `tf.data.Dataset` of dicts of int32: `token_ids`, `segment_ids`,
+        `padding_mask` `(B, L)`, `objective` `(B,)`, `masked_positions`,
+        `masked_ids`, `masked_weights` `(B, P)`.
+    """
+    sequence_length = _validation.positive_int("sequence_length", sequence_length)
+    if not 0.0 < masking_rate <= 1.0:
+        raise ValueError(f"`masking_rate` must be in (0, 1], got {masking_rate!r}.")
+    if max_predictions is None:
+        max_predictions = -(-int(masking_rate * 1000) * sequence_length // 1000)
+    max_predictions = min(
+        _validation.positive_int("max_predictions", max_predictions), sequence_length
+    )
+    vocabulary_size = tokenizer.vocabulary_size()
+    batches = unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size,
+                                    shuffle_buffer, seed, drop_remainder)
+
+    def mask_targets(index, batch):
+        token_ids = batch["token_ids"]
+        shape = tf.shape(token_ids)
+        row_seed = tf.stack([seed, tf.cast(index, tf.int32)])
+        is_target = (batch["segment_ids"] == 1) & (batch["padding_mask"] == 1)
+        # Random scores; non-targets score 2 so that they are never chosen.
+        scores = tf.where(is_target, tf.random.stateless_uniform(shape, row_seed), 2.0)
+        lowest, positions = tf.math.top_k(-scores, k=max_predictions)  # (B, P)
+        lowest = -lowest
+        first = tf.range(max_predictions)[None, :] == 0
+        chosen = (lowest < masking_rate) | (first & (lowest < 2.0))
+        originals = tf.gather(token_ids, positions, batch_dims=1)
+        draw = tf.random.stateless_uniform(tf.shape(positions), row_seed + 1)
+        random_ids = tf.random.stateless_uniform(
+            tf.shape(positions), row_seed + 2, maxval=vocabulary_size, dtype=tf.int32
+        )
+        replaced = tf.where(draw < 0.8, tokenizer.mask_id,
+                            tf.where(draw < 0.9, random_ids, originals))
+        rows = tf.broadcast_to(tf.range(shape[0])[:, None], tf.shape(positions))
+        token_ids = tf.tensor_scatter_nd_update(
+            token_ids, tf.stack([rows, positions], -1), tf.where(chosen, replaced, originals)
+        )
+        weights = tf.cast(chosen, tf.int32)
+        return {
+            "token_ids": token_ids,
+            "segment_ids": batch["segment_ids"],
+            "padding_mask": batch["padding_mask"],
+            "objective": tf.fill([shape[0]], masks_lib.SEQ2SEQ),
+            "masked_positions": positions * weights,
+            "masked_ids": originals * weights,
+            "masked_weights": weights,
+        }
+
+    return batches.enumerate().map(mask_targets).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,349 @@
+"""UniLM with its masked-LM head: pretraining, seq2seq fine-tuning, generation."""
+
+import keras
+import tensorflow as tf
+
+from tfnlp import generation
+from tfnlp.generation import _common as generation_common
+from tfnlp.layers import _validation
+from tfnlp.layers import masks as masks_lib
+from tfnlp.layers.masked_lm_head import MaskedLMHead
+from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.models.transformer_seq2seq import _TracedFunctions
+from tfnlp.models.unilm_backbone import SEGMENT_ROWS
+from tfnlp.models.unilm_backbone import UniLMBackbone
+from tfnlp.training.optimizers import bert_adamw
+
+UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
+
+
+def unilm_batch(batch):
+    """Splits a UniLM dataset batch into `(x, y, sample_weight)` for `UniLM.fit`.
+
+    Works for `tfnlp.data.unilm_pretraining_dataset` and
+    `unilm_finetuning_dataset`: labels are the original tokens at the
+    masked positions, weighted by `masked_weights` (0 on padded slots).
+    """
+    x = {name: batch[name] for name in UNILM_INPUTS}
+    return x, batch["masked_ids"], keras.ops.cast(batch["masked_weights"], "float32")
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class UniLM(keras.Model):
+    """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
+
+    Training (pretraining and seq2seq fine-tuning alike): inputs are the
+    backbone's (`token_ids`, `segment_ids`, `padding_mask`, `objective`) plus
+    `masked_positions` `(B, P)`; the output is float32 logits `(B, P, V)` at
+    those positions, from `MaskedLMHead` tied to the token embedding.
+    `compile()` without arguments uses AdamW (learning rate 1e-4, decay off
+    LayerNorm and biases), sparse cross-entropy and accuracy weighted by the
+    masked weights (see `unilm_batch`).
+
+    Generation (`generate`), as UniLM decodes: the source `[CLS] S [SEP]` is
+    encoded once into per-layer key/value caches (seq2seq objective); each
+    step appends the previous token and a `[MASK]` after the target prefix,
+    and the `[MASK]`'s output predicts the next token. Only the new tokens
+    are computed: the cache holds the source and the accepted target tokens.
+    Target positions continue each source's own length, exactly as in
+    training (`[CLS] S [SEP] T [SEP]` packed without gaps).
+
+    Args:
+        backbone: a `UniLMBackbone`.
+        **kwargs: base model arguments (`name`, ...).
+
+    Example:
+
+    >>> backbone = UniLMBackbone.from_preset("bert_tiny", vocabulary_size=100)
+    >>> model = UniLM(backbone)
+    >>> model({
+    ...     "token_ids": tf.constant([[2, 45, 3, 4, 3]]),
+    ...     "segment_ids": tf.constant([[0, 0, 0, 1, 1]]),
+    ...     "padding_mask": tf.ones((1, 5), tf.int32),
+    ...     "objective": tf.constant([3]),
+    ...     "masked_positions": tf.constant([[3]]),
+    ... }).shape
+    TensorShape([1, 1, 100])
+    >>> model.generate(tf.constant([[2, 45, 46, 3]]), end_id=3, mask_id=4,
+    ...                max_length=6)["token_ids"].shape
+    TensorShape([1, 6])
+
+    References:
+        Dong et al., "Unified Language Model Pre-training for Natural
+        Language Understanding and Generation", 2019, sections 2 and 3.
+    """
+
+    def __init__(self, backbone, **kwargs):
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        if not isinstance(backbone, UniLMBackbone):
+            raise ValueError(f"`backbone` must be a UniLMBackbone, got {type(backbone).__name__}.")
+        self.backbone = backbone
+        # No UniLM loss reaches the pooler: freezing it spares the optimizer
+        # its slots (and Keras' "gradients do not exist" warning).
+        backbone.pooler.trainable = False
+        self.masked_lm_head = MaskedLMHead(
+            backbone.vocabulary_size,
+            token_embedding=backbone.token_embedding,
+            kernel_initializer=bert_kernel_initializer(),
+            dtype=backbone.dtype_policy,
+            name="masked_lm_head",
+        )
+        inputs = {
+            name: keras.Input(shape=(None,) if name != "objective" else (), dtype="int32",
+                              name=name)
+            for name in UNILM_INPUTS
+        }
+        sequence = backbone({k: inputs[k] for k in UNILM_INPUTS[:4]})["sequence_output"]
+        logits = self.masked_lm_head(sequence, masked_positions=inputs["masked_positions"])
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self._generate_functions = _TracedFunctions()
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if optimizer == "auto":
+            optimizer = bert_adamw(1e-4)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="mean_with_sample_weight"
+            )
+        if metrics == "auto":
+            kwargs.setdefault(
+                "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            )
+            metrics = None
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    # --- Decoding ---
+
+    def _embed_at(self, token_ids, positions, segment_row):
+        """The backbone's embedding of tokens at explicit (per-example) positions."""
+        backbone = self.backbone
+        tokens = backbone.token_embedding(token_ids)
+        segments = backbone.segment_embedding(tf.fill(tf.shape(token_ids), segment_row))
+        table = tf.cast(backbone.position_embedding.position_embeddings, tokens.dtype)
+        x = (tokens + segments) + tf.gather(table, positions)
+        return backbone.embeddings_norm(x)
+
+    def _run_blocks(self, x, attention_mask, caches, index):
+        updated = []
+        for block, cache in zip(self.backbone.transformer_layers, caches, strict=True):
+            x, cache = block(x, attention_mask=attention_mask, cache=cache,
+                             cache_update_index=index, training=False)
+            updated.append(cache)
+        return x, tuple(updated)
+
+    def initial_decoding_state(self, source_token_ids, source_padding_mask, max_length,
+                               use_cache=True):
+        """`(state, context)` for `decoding_step`, from `[CLS] S [SEP]` sources.
+
+        With `use_cache` the source goes through the network once and the
+        state holds one key/value cache `(B, 2, S + max_length + 1,
+        num_heads, head_dim)` per layer: slots `0..S-1` the source, slot `S`
+        unused (the input before the first target token), slots `S + 1 + m`
+        target token `m`. Without, the state holds the target tokens and
+        each step re-runs the packed sequence `[CLS] S [SEP] T [MASK]`
+        (the reference the cache is tested against).
+
+        Args:
+            source_token_ids: int tensor `(B, S)`, real tokens first, then
+                padding.
+            source_padding_mask: int or bool `(B, S)`, or None (all real).
+            max_length: int, the most target tokens.
+            use_cache: bool.
+        """
+        source_token_ids = tf.convert_to_tensor(source_token_ids)
+        if not source_token_ids.dtype.is_integer or source_token_ids.shape.rank != 2:
+            raise ValueError(
+                "`source_token_ids` must be an int tensor of shape (B, S), got "
+                f"{source_token_ids.dtype.name} {source_token_ids.shape}."
+            )
+        source_token_ids = tf.cast(source_token_ids, tf.int32)
+        if source_padding_mask is None:
+            source_padding_mask = tf.ones_like(source_token_ids)
+        source_padding_mask = tf.cast(tf.cast(source_padding_mask, tf.bool), tf.int32)
+        batch_size, source_length = tf.unstack(tf.shape(source_token_ids))
+        lengths = tf.reduce_sum(source_padding_mask, axis=1)
+        checks = [
+            tf.debugging.assert_less_equal(
+                source_length + max_length + 1, self.backbone.max_sequence_length,
+                message=(
+                    "UniLM.generate: source length + max_length + 1 exceeds the position table "
+                    f"(max_sequence_length={self.backbone.max_sequence_length})"
+                ),
+            )
+        ]
+        with tf.control_dependencies(checks):
+            lengths = tf.identity(lengths)
+        context = {"source_lengths": lengths, "source_padding_mask": source_padding_mask,
+                   "source_token_ids": source_token_ids}
+        if not use_cache:
+            return {"token_ids": tf.zeros([batch_size, max_length], tf.int32)}, context
+        slots = source_length + max_length + 1
+        source_keys = tf.pad(source_padding_mask, [[0, 0], [0, max_length + 1]])  # (B, slots)
+        x = self._embed_at(
+            source_token_ids, tf.broadcast_to(tf.range(source_length), tf.shape(source_token_ids)),
+            SEGMENT_ROWS[masks_lib.SEQ2SEQ][0],
+        )
+        head_dim = self.backbone.hidden_dim // self.backbone.num_heads
+        zeros = tf.zeros([batch_size, 2, slots, self.backbone.num_heads, head_dim], x.dtype)
+        # The source sees the whole (real) source: the seq2seq mask on segment 0.
+        mask = tf.cast(source_keys[:, None, :], tf.bool)
+        _, caches = self._run_blocks(x, mask, tuple(zeros for _ in self.backbone.transformer_layers),
+                                     0)
+        return {"caches": caches}, context
+
+    def decoding_step(self, token_ids, index, state, context):
+        """Logits `(B, V)` of target token `index`, given target token `index - 1`.
+
+        The `step_fn` of `tfnlp.generation`; at `index` 0 `token_ids` is
+        ignored (there is no previous target token).
+        """
+        token_ids = tf.cast(token_ids, tf.int32)
+        lengths = context["source_lengths"]
+        mask_id = context["mask_id"]  # (B,): context is batch-major
+        if "token_ids" in state:
+            return self._recompute_step(token_ids, index, state, context)
+        source_length = tf.shape(context["source_padding_mask"])[1]
+        tokens = tf.stack([token_ids, mask_id], axis=1)  # (B, 2)
+        positions = tf.maximum(lengths[:, None] + index - 1 + tf.range(2)[None, :], 0)
+        x = self._embed_at(tokens, positions, SEGMENT_ROWS[masks_lib.SEQ2SEQ][1])
+        slots = tf.shape(state["caches"][0])[2]
+        slot = tf.range(slots)
+        # Row r (0: previous token, 1: [MASK]) sees the real source and target
+        # slots S + 1 .. S + index + r; slot S (the input before the first
+        # target token) is never seen.
+        target_end = source_length + index + tf.range(2)  # (2,)
+        target_keys = (slot[None, :] > source_length) & (slot[None, :] <= target_end[:, None])
+        source_keys = tf.cast(
+            tf.pad(context["source_padding_mask"], [[0, 0], [0, slots - source_length]]), tf.bool
+        )
+        mask = source_keys[:, None, :] | target_keys[None, :, :]  # (B, 2, slots)
+        x, caches = self._run_blocks(x, mask, state["caches"], source_length + index)
+        logits = self.masked_lm_head(x, masked_positions=tf.ones([tf.shape(x)[0], 1], tf.int32))
+        return logits[:, 0], {"caches": caches}
+
+    def _recompute_step(self, token_ids, index, state, context):
+        """No cache: run `[CLS] S [SEP] T_0..T_(index-1) [MASK]` packed, every step."""
+        targets = generation_common.write_column(state["token_ids"], index - 1, token_ids)
+        lengths = context["source_lengths"]
+        source = context["source_token_ids"] * context["source_padding_mask"]
+        max_length = tf.shape(targets)[1]
+        width = tf.shape(source)[1] + max_length + 1
+        m = tf.range(max_length + 1)[None, :]  # target index
+        values = tf.where(
+            m < index, tf.pad(targets, [[0, 0], [0, 1]]),
+            tf.where(m == index, context["mask_id"][:, None], 0),
+        )
+        columns = lengths[:, None] + m  # (B, max_length + 1)
+        rows = tf.broadcast_to(tf.range(tf.shape(source)[0])[:, None], tf.shape(columns))
+        packed = tf.tensor_scatter_nd_update(
+            tf.pad(source, [[0, 0], [0, max_length + 1]]),
+            tf.reshape(tf.stack([rows, columns], -1), [-1, 2]), tf.reshape(values, [-1]),
+        )
+        position = tf.range(width)[None, :]
+        end = lengths[:, None] + index  # the [MASK]
+        outputs = self.backbone(
+            {
+                "token_ids": packed,
+                "segment_ids": tf.cast((position >= lengths[:, None]) & (position <= end),
+                                       tf.int32),
+                "padding_mask": tf.cast(position <= end, tf.int32),
+                "objective": tf.fill([tf.shape(source)[0]], masks_lib.SEQ2SEQ),
+            },
+            training=False,
+        )
+        logits = self.masked_lm_head(outputs["sequence_output"], masked_positions=end)
+        return logits[:, 0], {"token_ids": targets}
+
+    def generate(
+        self,
+        source_token_ids,
+        source_padding_mask=None,
+        *,
+        end_id,
+        mask_id,
+        max_length=64,
+        beam_size=1,
+        length_penalty=0.0,
+        no_repeat_ngram_size=0,
+        pad_id=0,
+        use_cache=True,
+    ):
+        """Generates targets for `[CLS] S [SEP]` sources (UniLM's seq2seq decoding).
+
+        Greedy for `beam_size=1`, beam search otherwise, traced once per
+        setting into a `tf.function` (any batch size and source length).
+
+        Args:
+            source_token_ids: int tensor `(B, S)` (e.g. `BertPreprocessor`
+                output), real tokens first.
+            source_padding_mask: int or bool `(B, S)`; defaults to all real.
+            end_id: int, the token ending a target (`[SEP]`).
+            mask_id: int, the `[MASK]` token.
+            max_length: int, the most tokens generated (end token included).
+            beam_size: int.
+            length_penalty: float, GNMT's alpha (beam search).
+            no_repeat_ngram_size: int, 3 for UniLM's trigram blocking.
+            pad_id: int, written after the end token.
+            use_cache: bool; False recomputes the packed sequence every step
+                (same result, slower: for tests and benchmarks).
+
+        Returns:
+            A dict: `token_ids` int32 `(B, max_length)`, `lengths` int32
+            `(B,)`, `scores` float32 `(B,)`.
+        """
+        generation_common.check_arguments(
+            max_length, no_repeat_ngram_size, end_id=end_id, mask_id=mask_id, pad_id=pad_id
+        )
+        _validation.positive_int("beam_size", beam_size)
+        if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
+            raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
+        key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, end_id,
+               mask_id, pad_id, bool(use_cache))
+        function = self._generate_functions.by_setting.get(key)
+        if function is None:
+
+            def search(source_token_ids, source_padding_mask):
+                state, context = self.initial_decoding_state(
+                    source_token_ids, source_padding_mask, max_length, use_cache
+                )
+                context["mask_id"] = tf.fill(tf.shape(context["source_lengths"]), mask_id)
+                common = {
+                    "start_ids": tf.fill(tf.shape(context["source_lengths"]), mask_id),
+                    "max_length": max_length, "end_id": end_id, "state": state,
+                    "context": context, "pad_id": pad_id,
+                    "no_repeat_ngram_size": no_repeat_ngram_size,
+                }
+                if beam_size == 1:
+                    return generation.greedy_search(self.decoding_step, **common)
+                result = generation.beam_search(
+                    self.decoding_step, beam_size=beam_size, length_penalty=length_penalty,
+                    **common,
+                )
+                return {name: result[name][:, 0] for name in ("token_ids", "lengths", "scores")}
+
+            function = tf.function(
+                search, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2
+            )
+            self._generate_functions.by_setting[key] = function
+        source_token_ids = tf.convert_to_tensor(source_token_ids)
+        if not source_token_ids.dtype.is_integer or source_token_ids.shape.rank != 2:
+            raise ValueError(
+                "`source_token_ids` must be an int tensor of shape (B, S), got "
+                f"{source_token_ids.dtype.name} {source_token_ids.shape}."
+            )
+        source_token_ids = tf.cast(source_token_ids, tf.int32)
+        if source_padding_mask is None:
+            source_padding_mask = tf.ones_like(source_token_ids)
+        return function(source_token_ids, tf.cast(source_padding_mask, tf.int32))
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
