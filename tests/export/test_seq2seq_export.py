@@ -15,18 +15,24 @@ TEXTS = ["In the beginning God created the heaven and the earth.", "", "   ", "x
          "nul\x00 and \x07 control"]
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory, corpus_vocabulary):
-    source = data.WordPieceTokenizer(corpus_vocabulary)
-    target = data.WordPieceTokenizer(corpus_vocabulary[:3000], lower_case=False)
+@pytest.fixture(scope="module", params=["transformer", "unilm"])
+def exported(request, tmp_path_factory, corpus_vocabulary):
     keras.utils.set_random_seed(1234)
-    model = models.TransformerSeq2Seq(
-        len(corpus_vocabulary), 3000, num_encoder_layers=1, num_decoder_layers=2, hidden_dim=32,
-        num_heads=4, dropout=0.0,
-    )
+    if request.param == "transformer":
+        source = data.WordPieceTokenizer(corpus_vocabulary)
+        target = data.WordPieceTokenizer(corpus_vocabulary[:3000], lower_case=False)
+        model = models.TransformerSeq2Seq(
+            len(corpus_vocabulary), 3000, num_encoder_layers=1, num_decoder_layers=2,
+            hidden_dim=32, num_heads=4, dropout=0.0,
+        )
+        bias, end_bias = model.token_logits.bias, 4.0
+    else:
+        source = target = data.WordPieceTokenizer(corpus_vocabulary)
+        model = models.UniLM(models.UniLMBackbone(
+            len(corpus_vocabulary), 2, 4, 32, dropout=0.0, max_sequence_length=32))
+        bias, end_bias = model.masked_lm_head.output_bias, 0.3
     # Favour the end token so that this random model's outputs have different lengths.
-    bias = model.token_logits.bias
-    bias.assign(tf.tensor_scatter_nd_update(bias, [[target.sep_id]], [4.0]))
+    bias.assign(tf.tensor_scatter_nd_update(bias, [[target.sep_id]], [end_bias]))
     directory = tmp_path_factory.mktemp("saved_models") / "translate"
     settings = {"max_length": MAX_LENGTH, "beam_size": 3, "length_penalty": 0.6,
                 "no_repeat_ngram_size": 3}
@@ -35,6 +41,10 @@ def exported(tmp_path_factory, corpus_vocabulary):
 
 
 def expected_outputs(model, source, target, texts, settings):
+    if isinstance(model, models.UniLM):
+        packed = data.BertPreprocessor(source, SOURCE_LENGTH)(tf.constant(texts))
+        return model.generate(packed["token_ids"], packed["padding_mask"], end_id=target.sep_id,
+                              mask_id=target.mask_id, **settings)
     tokens = source(tf.constant(texts))[:, : SOURCE_LENGTH - 1]
     tokens = tf.concat([tokens, tf.fill([tokens.nrows(), 1], source.sep_id)], 1)
     ids, mask = tf_text.pad_model_inputs(tokens, SOURCE_LENGTH)
@@ -73,9 +83,15 @@ def test_empty_batch(exported):
     assert outputs["token_ids"].shape == (0, MAX_LENGTH) and outputs["output_text"].shape == (0,)
 
 
-def test_mismatched_tokenizer_is_refused(exported, tmp_path):
-    _, model, source, _, _ = exported
-    with pytest.raises(ValueError, match="target_tokenizer"):
-        export.export_seq2seq(model, source, source, str(tmp_path))
+def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
+    _, model, source, target, _ = exported
+    other = data.WordPieceTokenizer(corpus_vocabulary[:2000])
+    with pytest.raises(ValueError, match="_tokenizer"):
+        export.export_seq2seq(model, source, other, str(tmp_path))
     with pytest.raises(ValueError, match="beam_size"):
-        export.export_seq2seq(model, source, exported[3], str(tmp_path), beam_size=0)
+        export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9, beam_size=0)
+    with pytest.raises(ValueError, match="model"):
+        export.export_seq2seq(keras.Sequential(), source, target, str(tmp_path))
+    if isinstance(model, models.UniLM):
+        with pytest.raises(ValueError, match="position table"):
+            export.export_seq2seq(model, source, target, str(tmp_path), 20, 20)

@@ -6,6 +6,8 @@ import tensorflow_text as tf_text
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
+from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
+from tfnlp.models.unilm import UniLM
 
 
 class Seq2SeqServingModule(tf.Module):
@@ -23,8 +25,12 @@ class Seq2SeqServingModule(tf.Module):
     The search settings are fixed at export, the graph holds only TensorFlow
     and tensorflow-text ops (`tf.while_loop` with key/value caches).
 
+    For a `TransformerSeq2Seq` the encoder reads `S [SEP]` and decoding
+    starts from `[CLS]`; for a `UniLM` the source is `[CLS] S [SEP]` and the
+    two tokenizers must be the same (one vocabulary).
+
     Args:
-        model: a `TransformerSeq2Seq`.
+        model: a `TransformerSeq2Seq` or a `UniLM`.
         source_tokenizer: `WordPieceTokenizer` of the source.
         target_tokenizer: `WordPieceTokenizer` of the target (the same object
             for a shared vocabulary).
@@ -38,28 +44,48 @@ class Seq2SeqServingModule(tf.Module):
     def __init__(self, model, source_tokenizer, target_tokenizer, source_length, max_length,
                  beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0):
         super().__init__(name="seq2seq_serving")
+        if not isinstance(model, (TransformerSeq2Seq, UniLM)):
+            raise ValueError(
+                f"`model` must be a TransformerSeq2Seq or a UniLM, got {type(model).__name__}."
+            )
         for name, tokenizer in (("source_tokenizer", source_tokenizer),
                                 ("target_tokenizer", target_tokenizer)):
             if not isinstance(tokenizer, WordPieceTokenizer):
                 raise ValueError(
                     f"`{name}` must be a WordPieceTokenizer, got {type(tokenizer).__name__}."
                 )
-        if target_tokenizer.vocabulary_size() != model.token_logits.vocabulary_size:
-            raise ValueError(
-                f"`target_tokenizer` has {target_tokenizer.vocabulary_size()} tokens but the "
-                f"model predicts {model.token_logits.vocabulary_size}."
-            )
-        if source_tokenizer.vocabulary_size() != model.source_vocabulary_size:
-            raise ValueError(
-                f"`source_tokenizer` has {source_tokenizer.vocabulary_size()} tokens but the "
-                f"model reads {model.source_vocabulary_size}."
-            )
+        self.is_unilm = isinstance(model, UniLM)
+        if self.is_unilm:
+            sizes = (model.backbone.vocabulary_size,) * 2
+            if source_tokenizer.get_vocabulary() != target_tokenizer.get_vocabulary():
+                raise ValueError(
+                    "A UniLM has one vocabulary: `source_tokenizer` and `target_tokenizer` "
+                    "must have the same vocabulary."
+                )
+        else:
+            sizes = (model.source_vocabulary_size, model.token_logits.vocabulary_size)
+        for name, tokenizer, size in (("source_tokenizer", source_tokenizer, sizes[0]),
+                                      ("target_tokenizer", target_tokenizer, sizes[1])):
+            if tokenizer.vocabulary_size() != size:
+                raise ValueError(
+                    f"`{name}` has {tokenizer.vocabulary_size()} tokens but the model's "
+                    f"vocabulary has {size}."
+                )
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         self.source_length = _validation.positive_int("source_length", source_length)
+        if self.is_unilm and isinstance(max_length, int):
+            table = model.backbone.max_sequence_length
+            if self.source_length + max_length + 1 > table:
+                raise ValueError(
+                    f"`source_length` ({source_length}) + `max_length` ({max_length}) + 1 "
+                    f"exceeds the UniLM position table ({table})."
+                )
+        first = {"mask_id": target_tokenizer.mask_id} if self.is_unilm else {
+            "start_id": target_tokenizer.cls_id}
         self.settings = {
-            "start_id": target_tokenizer.cls_id,
+            **first,
             "end_id": target_tokenizer.sep_id,
             "pad_id": target_tokenizer.pad_id,
             "max_length": max_length,
@@ -72,10 +98,16 @@ class Seq2SeqServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def generate(self, text):
-        tokens = self.source_tokenizer(text)[:, : self.source_length - 1]
-        end = tf.fill([tokens.nrows(), 1], tf.constant(self.source_tokenizer.sep_id, tf.int32))
+        tokenizer = self.source_tokenizer
+        start = [tokenizer.cls_id] if self.is_unilm else []
+        tokens = tokenizer(text)[:, : self.source_length - 1 - len(start)]
+
+        def column(token_id):
+            return tf.fill([tokens.nrows(), 1], tf.constant(token_id, tf.int32))
+
+        pieces = [column(t) for t in start] + [tokens, column(tokenizer.sep_id)]
         source, mask = tf_text.pad_model_inputs(
-            tf.concat([tokens, end], axis=1), self.source_length,
+            tf.concat(pieces, axis=1), self.source_length,
             pad_value=self.source_tokenizer.pad_id,
         )
         output = self.model.generate(source, mask, **self.settings)
@@ -98,7 +130,7 @@ def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source
     `Seq2SeqServingModule` for the signature.
 
     Args:
-        model: a `TransformerSeq2Seq`.
+        model: a `TransformerSeq2Seq` or a `UniLM`.
         source_tokenizer: `WordPieceTokenizer` of the source.
         target_tokenizer: `WordPieceTokenizer` of the target.
         export_dir: the model's directory, e.g. `saved_models/translate_en_es`.
