@@ -199,3 +199,21 @@ def test_fine_tuning_learns_to_reverse_and_generation_reproduces_it():
         decoded = [t.decode() for t in tokenizer.detokenize(output["token_ids"]).numpy()]
         accuracy = np.mean([d == " ".join(s[::-1]) for d, s in zip(decoded, test, strict=True)])
         assert accuracy >= 0.8, (beam_size, accuracy, decoded[:4])
+
+
+def test_left_to_right_scores_equal_one_masked_pass_per_position():
+    model = unilm_model()
+    tokens = tf.constant([[CLS, 10, 11, 12, 13, SEP, 0]])
+    padding = tf.cast(tokens > 0, tf.int32)
+    scores = model.left_to_right_log_probs(tokens, padding, mask_id=MASK).numpy()
+    assert scores[0, 6] == 0.0  # padding
+    for t in range(6):
+        masked = tokens.numpy().copy()
+        masked[0, t] = MASK
+        logits = model({
+            "token_ids": tf.constant(masked), "segment_ids": tf.zeros_like(tokens),
+            "padding_mask": padding,
+            "objective": tf.constant([masks.LEFT_TO_RIGHT]), "masked_positions": tf.constant([[t]]),
+        })
+        expected = tf.nn.log_softmax(logits[0, 0])[int(tokens[0, t])]
+        np.testing.assert_allclose(scores[0, t], expected, atol=2e-5)

@@ -113,6 +113,51 @@ class UniLM(keras.Model):
             metrics = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
+    # --- Scoring ---
+
+    def left_to_right_log_probs(self, token_ids, padding_mask=None, *, mask_id):
+        """`log P(x_t | x_<t)` of every token under the left-to-right objective.
+
+        UniLM predicts token `t` from a `[MASK]` at position `t` that sees
+        the real tokens before it. All positions are scored in one pass with
+        pseudo-masks (as UniLMv2 does): the input is `x_1..x_n` followed by
+        `[MASK]_1..[MASK]_n`, where `x_i` sees `x_j` for `j <= i` (the
+        left-to-right mask) and `[MASK]_t`, at position `t`, sees `x_j` for
+        `j < t` and itself. Each `[MASK]_t` gets exactly the output it would
+        have in its own left-to-right pass. Position 0 (`[CLS]`) is scored
+        from its `[MASK]` alone.
+
+        Args:
+            token_ids: int tensor `(B, T)`.
+            padding_mask: int or bool `(B, T)`; defaults to all real.
+            mask_id: int, the `[MASK]` token.
+
+        Returns:
+            float32 `(B, T)`; 0 at padding.
+        """
+        token_ids = tf.cast(token_ids, tf.int32)
+        if padding_mask is None:
+            padding_mask = tf.ones_like(token_ids)
+        real = tf.cast(padding_mask, tf.bool)
+        length = tf.shape(token_ids)[1]
+        positions = tf.broadcast_to(tf.range(length), tf.shape(token_ids))
+        inputs = tf.concat([token_ids, tf.fill(tf.shape(token_ids), mask_id)], axis=1)
+        row = SEGMENT_ROWS[masks_lib.LEFT_TO_RIGHT][0]
+        x = self._embed_at(inputs, tf.concat([positions, positions], 1), row)
+        i = tf.range(length)
+        causal = i[None, :] <= i[:, None]  # (T, T) real query i sees real key j <= i
+        before = i[None, :] < i[:, None]  # [MASK]_t sees real keys j < t
+        eye = tf.eye(length, dtype=tf.bool)  # ... and itself
+        top = tf.concat([causal, tf.zeros_like(causal)], 1)
+        bottom = tf.concat([before, eye], 1)
+        mask = tf.concat([top, bottom], 0)[None] & tf.tile(real, [1, 2])[:, None, :]
+        for block in self.backbone.transformer_layers:
+            x = block(x, attention_mask=mask, training=False)
+        logits = self.masked_lm_head(x, masked_positions=length + positions)  # (B, T, V)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        scores = tf.gather(log_probs, token_ids[..., None], batch_dims=2)[..., 0]
+        return tf.where(real, scores, 0.0)
+
     # --- Decoding ---
 
     def _embed_at(self, token_ids, positions, segment_row):
