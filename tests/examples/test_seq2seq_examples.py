@@ -1,0 +1,58 @@
+"""examples/translate.py and examples/unilm_seq2seq.py end to end, on tiny settings."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run_example(script, output, *arguments):
+    command = [sys.executable, str(ROOT / "examples" / script), "--output", str(output),
+               "--export", str(output / "saved_model"), *arguments]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((output / "results.json").read_text())
+
+
+def served(output, texts):
+    model = tf.saved_model.load(str(output / "saved_model" / "1"))
+    return model.signatures["serving_default"](text=tf.constant(texts))
+
+
+@pytest.mark.slow
+def test_translate(tmp_path):
+    result = run_example(
+        "translate.py", tmp_path, "--max-train-pairs", "256", "--vocabulary-size", "400",
+        "--num-layers", "1", "--source-length", "24", "--target-length", "24", "--epochs", "1",
+        "--batch-size", "32", "--eval-pairs", "8", "--beam-size", "2",
+    )
+    for name in ("bleu_copy_source_baseline", "bleu_greedy", "bleu_beam2"):
+        assert 0.0 <= result[name] <= 100.0
+    assert result["test_verses"] == 8 and result["train_pairs"] == 256
+    assert list((tmp_path / "logs").rglob("events.out.tfevents.*"))
+    assert (tmp_path / "source_vocab.txt").exists() and (tmp_path / "target_vocab.txt").exists()
+    outputs = served(tmp_path, ["In the beginning God created the heaven.", ""])
+    assert outputs["output_text"].shape == (2,) and outputs["token_ids"].shape == (2, 24)
+
+
+@pytest.mark.slow
+def test_unilm_seq2seq(tmp_path):
+    result = run_example(
+        "unilm_seq2seq.py", tmp_path, "--vocabulary-size", "400", "--pretrain-steps", "4",
+        "--max-train-pairs", "72", "--epochs", "1", "--eval-pairs", "8", "--beam-size", "2",
+        "--source-length", "24", "--max-length", "16", "--sequence-length", "40",
+        "--classifier-epochs", "0", "--perplexity-sentences", "64",
+    )
+    assert result["copy_source"]["bleu"] > 30  # the two English versions share most words
+    for name in ("copy_source", "greedy", "beam2", "beam2_trigram_blocking"):
+        assert set(result[name]) == {"bleu", "rouge1", "rouge2", "rougeL"}
+    assert result["left_to_right_perplexity"] > 1.0 and result["unigram_perplexity"] > 1.0
+    assert list((tmp_path / "logs").rglob("events.out.tfevents.*"))
+    outputs = served(tmp_path, ["And God said, Let there be light: and there was light.", ""])
+    assert outputs["output_text"].shape == (2,) and outputs["token_ids"].shape == (2, 16)
