@@ -38,6 +38,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_benchmark.py --policy mixed_bfloat16
 	$(BIN)/python benchmarks/data_benchmark.py
 	$(BIN)/python benchmarks/bert_benchmark.py
+	$(BIN)/python benchmarks/seq2seq_benchmark.py
+	$(BIN)/python benchmarks/generation_benchmark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

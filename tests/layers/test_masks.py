@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfnlp.layers import TransformerBlock
 from tfnlp.layers import masks
 
 # One sequence of 4 real tokens and 1 padding token, as in the docstrings.
@@ -142,3 +143,24 @@ def test_objective_mask_picks_each_examples_builder():
         np.testing.assert_array_equal(chosen[b], expected[b].numpy()[b])
     assert not chosen[4].any(), "an unknown objective sees nothing"
     assert masks.OBJECTIVES[masks.SEQ2SEQ] == "seq2seq"
+
+
+@pytest.mark.parametrize("num_layers", [1, 2, 3])
+def test_next_token_mask_leaks_the_target_from_the_second_layer_on(num_layers):
+    """|d output[t] / d input[t + 1]| through Transformer blocks under next_token_mask."""
+    blocks = [TransformerBlock(2, 16) for _ in range(num_layers)]
+    x = tf.random.normal((1, 6, 8))
+    projection = tf.random.normal((8,))  # not a plain sum: LayerNorm outputs sum to a constant
+    mask = masks.next_token_mask(tf.ones((1, 6), tf.int32))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        h = x
+        for block in blocks:
+            h = block(h, attention_mask=mask)
+        target = tf.reduce_sum(h[0, 2] * projection)  # position 2 predicts token 3
+    gradients = tf.reduce_max(tf.abs(tape.gradient(target, x)[0]), axis=-1).numpy()
+    assert gradients[2] > 1e-3 and gradients[4] > 1e-3  # it does see itself and the rest
+    if num_layers == 1:
+        assert gradients[3] == 0.0
+    else:
+        assert gradients[3] > 1e-4, "the next token leaks through the second layer"

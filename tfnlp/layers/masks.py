@@ -248,6 +248,45 @@ def seq2seq_mask(segment_ids, padding_mask=None):
     return mask
 
 
+def next_token_mask(padding_mask):
+    """A bidirectional mask that hides each token's next token: `i` sees all but `i + 1`.
+
+    ```
+    1 . 1 1 .
+    1 1 . 1 .
+    1 1 1 . .
+    1 1 1 1 .
+    1 1 1 1 .
+    ```
+
+    The "every position is a training target" shortcut for bidirectional
+    training: position `i` predicts token `i + 1`, which it cannot see, so no
+    `[MASK]` is needed. It is only exact for one layer: from the second layer
+    on, position `i` attends to positions that saw token `i + 1`, and the
+    target leaks (measured in `tests/layers/test_masks.py`: the gradient of
+    the output at `i` with respect to the input at `i + 1` is exactly 0 for
+    one block and not for two). Offered for experiments; the models do not
+    use it.
+
+    Args:
+        padding_mask: bool or int tensor `(B, S)`, `True`/1 for real tokens.
+
+    Returns:
+        `tf.bool` tensor `(B, S, S)`.
+
+    Example:
+
+    >>> next_token_mask(tf.constant([[1, 1, 1]])).numpy().astype(int)
+    array([[[1, 0, 1],
+            [1, 1, 0],
+            [1, 1, 1]]])
+    """
+    keys = _as_bool(padding_mask, "padding_mask", 2)
+    i = tf.range(tf.shape(keys)[1])
+    not_next = tf.not_equal(i[None, :], i[:, None] + 1)  # (S, S)
+    return not_next[None, :, :] & keys[:, None, :]
+
+
 def objective_mask(objective, segment_ids, padding_mask):
     """Builds each example's mask for its UniLM objective.
 
