@@ -84,11 +84,15 @@ def test_finetuning_masks_only_target_tokens(tokenizer):
     assert np.mean(masked_tokens == tokenizer.mask_id) > 0.7
 
 
-def test_finetuning_is_seeded(tokenizer):
+def test_finetuning_is_seeded_and_masks_anew_every_epoch(tokenizer):
     first, again = finetuning_batch(tokenizer, seed=4), finetuning_batch(tokenizer, seed=4)
     other = finetuning_batch(tokenizer, seed=5)
     np.testing.assert_array_equal(first["token_ids"], again["token_ids"])
     assert not np.array_equal(first["token_ids"], other["token_ids"])
+    pairs = datasets.load_text_pairs("bible_archaic_modern", "validation").take(64)
+    dataset = data.unilm_finetuning_dataset(pairs, tokenizer, 64, batch_size=64, seed=4)
+    epoch_1, epoch_2 = (next(iter(dataset))["masked_positions"].numpy() for _ in range(2))
+    assert not np.array_equal(epoch_1, epoch_2), "each pass must draw new masks"
 
 
 @pytest.mark.parametrize("kwargs, message", [({"masking_rate": 0.0}, "masking_rate"),

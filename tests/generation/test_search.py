@@ -240,3 +240,43 @@ def test_bad_start_ids_and_logits():
 
     with pytest.raises(ValueError, match="vocabulary_size"):
         greedy_search(bad_step, tf.constant([2]), 5, END)
+
+    def one_token_step(token_ids, index, state, context):
+        return tf.zeros([1, 1]), state
+
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        beam_search(one_token_step, tf.constant([0]), 5, 0)
+
+
+@pytest.mark.parametrize("alpha", [-0.8, 0.0, 0.6, 2.0])
+@pytest.mark.parametrize("beam_size", [2, 3])
+def test_early_stopping_changes_nothing(alpha, beam_size):
+    """Stopping early returns the hypotheses of running every step to max_length."""
+    for seed in range(5):
+        table = random_table(seed, temperature=1.5)
+        table[:, END] += 1.0  # end often, so that early stops happen
+        runs = [
+            beam_search(markov_step(table), tf.fill([3], START), 10, END, beam_size=beam_size,
+                        length_penalty=alpha, state=tf.zeros([3], tf.int32),
+                        early_stopping=early)
+            for early in (True, False)
+        ]
+        for name in ("token_ids", "lengths"):
+            np.testing.assert_array_equal(runs[0][name], runs[1][name])
+        np.testing.assert_allclose(runs[0]["scores"], runs[1]["scores"], atol=1e-5)
+
+
+def test_unreachable_beam_slots_are_padding_with_minus_infinity():
+    result = beam_search(markov_step(random_table(0, vocabulary_size=3)), tf.constant([START]),
+                         1, END, beam_size=5, pad_id=7, state=tf.zeros([1], tf.int32))
+    reachable = 3  # one step over 3 tokens
+    assert np.all(np.isfinite(result["scores"][0, :reachable]))
+    assert np.all(result["scores"][0, reachable:] == -np.inf)
+    assert np.all(result["log_probs"][0, reachable:] == -np.inf)
+    assert np.all(result["token_ids"][0, reachable:] == 7)
+
+
+def test_numpy_token_ids_are_accepted():
+    result = greedy_search(markov_step(random_table(0)), tf.constant([START]), np.int64(5),
+                           np.int64(END), pad_id=np.int32(0), state=tf.zeros([1], tf.int32))
+    assert result["token_ids"].dtype == tf.int32

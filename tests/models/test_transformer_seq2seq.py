@@ -130,6 +130,11 @@ def test_label_smoothing_and_padding_weights_in_training():
     other = tf.where(weights > 0, y, 7)
     other_loss = model.evaluate(x, other, sample_weight=weights, verbose=0, return_dict=True)
     np.testing.assert_allclose(other_loss["loss"], loss, rtol=1e-6)
+    # ... and the token accuracy counts the real positions only.
+    predicted = tf.argmax(model(x), axis=-1, output_type=tf.int32)
+    perfect = tf.where(weights > 0, predicted, (predicted + 1) % 30)
+    scores = model.evaluate(x, perfect, sample_weight=weights, verbose=0, return_dict=True)
+    assert scores["accuracy"] == pytest.approx(1.0)
 
 
 def test_base_preset_parameter_count():

@@ -130,8 +130,8 @@ def test_decoding_step_equals_the_training_view():
     """The step's logits == the masked-LM logits of the packed training input."""
     model = unilm_model()
     target = [20, 21, 22]
-    state, context = model.initial_decoding_state(SOURCES[:1], SOURCES[:1] > 0, 6)
-    context["mask_id"] = tf.constant([MASK])
+    state, context = model.initial_decoding_state(SOURCES[:1], SOURCES[:1] > 0, 6,
+                                                  mask_id=MASK)
     previous = tf.constant([MASK])
     for index, token in enumerate(target + [SEP]):
         logits, state = model.decoding_step(previous, tf.constant(index), state, context)
@@ -217,3 +217,18 @@ def test_left_to_right_scores_equal_one_masked_pass_per_position():
         })
         expected = tf.nn.log_softmax(logits[0, 0])[int(tokens[0, t])]
         np.testing.assert_allclose(scores[0, t], expected, atol=2e-5)
+
+
+def test_left_to_right_scoring_checks_and_mixed_precision():
+    model = unilm_model(dtype="mixed_bfloat16")
+    tokens = tf.constant([[CLS, 10, 11, SEP]])
+    scores = model.left_to_right_log_probs(tokens, mask_id=MASK)
+    assert scores.dtype == tf.float32 and np.all(np.isfinite(scores)) and np.all(scores <= 0)
+    output = model.generate(SOURCES, end_id=SEP, mask_id=np.int64(MASK), max_length=4)
+    assert np.all(np.isfinite(output["scores"]))
+    with pytest.raises(ValueError, match="token_ids"):
+        model.left_to_right_log_probs(tf.constant([1, 2]), mask_id=MASK)
+    with pytest.raises(ValueError, match="mask_id"):
+        model.left_to_right_log_probs(tokens, mask_id=-4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="position table"):
+        model.left_to_right_log_probs(tf.ones((1, 41), tf.int32), mask_id=MASK)

@@ -1,5 +1,7 @@
 """UniLM pipelines: pretraining with mixed objectives, seq2seq fine-tuning."""
 
+import math
+
 import tensorflow as tf
 
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset
@@ -58,7 +60,10 @@ def unilm_pretraining_dataset(
     2.3): 1/3 bidirectional, 1/3 seq2seq (A is the source, B the target),
     1/6 left-to-right, 1/6 right-to-left (`objective_counts`), in a seeded
     random order per batch. The model picks each example's attention mask
-    and segment rows from its `objective` (`UniLMBackbone`).
+    and segment rows from its `objective` (`UniLMBackbone`). Unlike the
+    paper, which feeds one text segment to the unidirectional LMs, every
+    example here is the same `A [SEP] B` pair (one pipeline, static shapes);
+    for left-to-right and right-to-left both segments share one segment row.
 
     Args:
         documents: `tf.data.Dataset` of 1-D `tf.string` tensors (documents).
@@ -119,7 +124,8 @@ def unilm_finetuning_dataset(
     (at least one per example, at most `max_predictions`): 80% become
     `[MASK]`, 10% a random token, 10% stay. Every example has the seq2seq
     objective. All of it is batched tensor code with stateless, seeded
-    randomness (the same `seed` gives the same batches).
+    randomness: the same `seed` gives the same batches, and every pass over
+    the dataset (every epoch) draws new masks.
 
     Args:
         pairs: `tf.data.Dataset` of `(source, target)` strings.
@@ -142,7 +148,7 @@ def unilm_finetuning_dataset(
     if not 0.0 < masking_rate <= 1.0:
         raise ValueError(f"`masking_rate` must be in (0, 1], got {masking_rate!r}.")
     if max_predictions is None:
-        max_predictions = -(-int(masking_rate * 1000) * sequence_length // 1000)
+        max_predictions = max(1, math.ceil(masking_rate * sequence_length))
     max_predictions = min(
         _validation.positive_int("max_predictions", max_predictions), sequence_length
     )
@@ -150,10 +156,10 @@ def unilm_finetuning_dataset(
     batches = unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size,
                                     shuffle_buffer, seed, drop_remainder)
 
-    def mask_targets(index, batch):
+    def mask_targets(batch_seed, batch):
         token_ids = batch["token_ids"]
         shape = tf.shape(token_ids)
-        row_seed = tf.stack([seed, tf.cast(index, tf.int32)])
+        row_seed = tf.cast(batch_seed, tf.int32)
         is_target = (batch["segment_ids"] == 1) & (batch["padding_mask"] == 1)
         # Random scores; non-targets score 2 so that they are never chosen.
         scores = tf.where(is_target, tf.random.stateless_uniform(shape, row_seed), 2.0)
@@ -183,4 +189,8 @@ def unilm_finetuning_dataset(
             "masked_weights": weights,
         }
 
-    return batches.enumerate().map(mask_targets).prefetch(tf.data.AUTOTUNE)
+    # One seed per batch, drawn anew on every pass: each epoch masks differently,
+    # yet the same `seed` gives the same sequence of epochs.
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+    seeds = seeds.map(lambda pair: pair % (2**31 - 1))
+    return tf.data.Dataset.zip(seeds, batches).map(mask_targets).prefetch(tf.data.AUTOTUNE)

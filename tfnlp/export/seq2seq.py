@@ -17,8 +17,8 @@ class Seq2SeqServingModule(tf.Module):
     (also 0). Returns `output_text` `tf.string (B,)`, `token_ids` int32 `(B,
     max_length)` (the generated ids, end token included, then padding),
     `lengths` int32 `(B,)` and `scores` float32 `(B,)`. Sources are cut to
-    `source_length - 1` tokens (plus the end token) before the model, so the
-    cost of one request is bounded whatever its length; empty, whitespace-only
+    `source_length` tokens, `[SEP]` (and for UniLM `[CLS]`) included, before
+    the model, so the cost of one request is bounded whatever its length; empty, whitespace-only
     or broken UTF-8 text is a valid (empty) source. Decoding always stops
     after `max_length` tokens.
 
@@ -75,6 +75,11 @@ class Seq2SeqServingModule(tf.Module):
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         self.source_length = _validation.positive_int("source_length", source_length)
+        if self.source_length < (3 if self.is_unilm else 2):
+            raise ValueError(
+                f"`source_length` must leave room for one token besides [CLS]/[SEP], got "
+                f"{source_length}."
+            )
         if self.is_unilm and isinstance(max_length, int):
             table = model.backbone.max_sequence_length
             if self.source_length + max_length + 1 > table:

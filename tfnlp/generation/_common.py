@@ -1,5 +1,7 @@
 """What greedy and beam search share: argument checks, n-gram blocking."""
 
+import numbers
+
 import tensorflow as tf
 
 from tfnlp.layers import _validation
@@ -13,11 +15,11 @@ def check_arguments(max_length, no_repeat_ngram_size, **token_ids):
     """Checks the search settings; `token_ids` are named ids (`end_id=3`, ...)."""
     max_length = _validation.positive_int("max_length", max_length)
     for name, value in token_ids.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"`{name}` must be a non-negative int token id, got {value!r}.")
     if (
         isinstance(no_repeat_ngram_size, bool)
-        or not isinstance(no_repeat_ngram_size, int)
+        or not isinstance(no_repeat_ngram_size, numbers.Integral)
         or no_repeat_ngram_size < 0
     ):
         raise ValueError(
@@ -42,6 +44,8 @@ def log_probabilities(logits, name="step_fn"):
         raise ValueError(
             f"`{name}` must return logits of shape (N, vocabulary_size), got {logits.shape}."
         )
+    if logits.shape[-1] is not None and logits.shape[-1] < 2:
+        raise ValueError(f"`{name}` must return logits over at least 2 tokens, got {logits.shape}.")
     return tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
 
 

@@ -35,6 +35,7 @@ def beam_search(
     context=(),
     pad_id=0,
     no_repeat_ngram_size=0,
+    early_stopping=True,
 ):
     """Keeps the `beam_size` most probable hypotheses of every sequence.
 
@@ -69,6 +70,9 @@ def beam_search(
         pad_id: int, written after the end token.
         no_repeat_ngram_size: int, if n > 0 no hypothesis contains an n-gram
             twice (3: trigram blocking).
+        early_stopping: bool, stop a sequence as soon as no live hypothesis
+            can beat its worst finished one (exact: False runs every step to
+            `max_length` and returns the same hypotheses, only slower).
 
     Returns:
         A dict, hypotheses sorted best first: `token_ids` int32 `(B,
@@ -96,6 +100,7 @@ def beam_search(
     max_length = _common.check_arguments(
         max_length, no_repeat_ngram_size, end_id=end_id, pad_id=pad_id
     )
+    end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
     beam_size = _validation.positive_int("beam_size", beam_size)
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
         raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
@@ -113,9 +118,10 @@ def beam_search(
     alive_log_probs = tf.tile(
         tf.constant([[0.0] + [-float("inf")] * (k - 1)], tf.float32), [batch_size, 1]
     )  # (B, K)
-    finished_sequences = tf.zeros_like(alive_sequences)
+    # Slots never filled (fewer than K reachable hypotheses) stay pad / -inf.
+    finished_sequences = tf.fill(tf.shape(alive_sequences), pad)
     finished_scores = tf.fill([batch_size, k], -float("inf"))
-    finished_log_probs = tf.zeros([batch_size, k], tf.float32)
+    finished_log_probs = tf.fill([batch_size, k], -float("inf"))
     finished_lengths = tf.zeros([batch_size, k], tf.int32)
     state = tf.nest.map_structure(lambda t: tile_beams(t, k), state)
     context = tf.nest.map_structure(lambda t: tile_beams(t, k), context)
@@ -137,7 +143,7 @@ def beam_search(
         best_alive = alive_log_probs[:, 0] / factor
         worst_finished = tf.reduce_min(finished_scores, axis=1)  # -inf until K finished
         done = best_alive < worst_finished
-        return (step < max_length) & ~tf.reduce_all(done)
+        return (step < max_length) & ~(early_stopping & tf.reduce_all(done))
 
     def body(step, alive_sequences, alive_log_probs, finished_sequences, finished_scores,
              finished_log_probs, finished_lengths, state):

@@ -63,6 +63,7 @@ def greedy_search(
     max_length = _common.check_arguments(
         max_length, no_repeat_ngram_size, end_id=end_id, pad_id=pad_id
     )
+    end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
     sequences = tf.concat(

@@ -92,7 +92,8 @@ class TransformerSeq2Seq(keras.Model):
     `0..t` only. `compile()` without arguments uses Adam (β2 = 0.98, ε = 1e-9)
     with `InverseSquareRootDecay` (peak `(hidden_dim * 4000) ** -0.5`, 4000
     warm-up steps) and the cross-entropy with label smoothing 0.1, as in the
-    paper; see `seq2seq_batch` for the labels and weights.
+    paper, and token accuracy weighted like the loss; see `seq2seq_batch` for
+    the labels and weights.
 
     Generation: `generate` encodes the source once and decodes one token per
     step with key/value caches (greedy or beam search from
@@ -419,6 +420,8 @@ class TransformerSeq2Seq(keras.Model):
         generation_common.check_arguments(
             max_length, no_repeat_ngram_size, start_id=start_id, end_id=end_id, pad_id=pad_id
         )
+        start_id, end_id, pad_id = int(start_id), int(end_id), int(pad_id)
+        max_length, no_repeat_ngram_size = int(max_length), int(no_repeat_ngram_size)
         _validation.positive_int("beam_size", beam_size)
         if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
             raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
@@ -466,7 +469,11 @@ class TransformerSeq2Seq(keras.Model):
         if loss == "auto":
             loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.1)
         if metrics == "auto":
-            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            # Weighted: padded target positions (weight 0) must not count.
+            kwargs.setdefault(
+                "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            )
+            metrics = None
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     @classmethod

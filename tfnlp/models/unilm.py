@@ -135,13 +135,26 @@ class UniLM(keras.Model):
         Returns:
             float32 `(B, T)`; 0 at padding.
         """
+        token_ids = tf.convert_to_tensor(token_ids)
+        if not token_ids.dtype.is_integer or token_ids.shape.rank != 2:
+            raise ValueError(
+                "`token_ids` must be an int tensor of shape (B, T), got "
+                f"{token_ids.dtype.name} {token_ids.shape}."
+            )
+        generation_common.check_arguments(1, 0, mask_id=mask_id)
         token_ids = tf.cast(token_ids, tf.int32)
         if padding_mask is None:
             padding_mask = tf.ones_like(token_ids)
         real = tf.cast(padding_mask, tf.bool)
         length = tf.shape(token_ids)[1]
+        table = self.backbone.max_sequence_length
+        with tf.control_dependencies([tf.debugging.assert_less_equal(
+            length, table,
+            message=f"left_to_right_log_probs: the text is longer than the position table ({table})",
+        )]):
+            length = tf.identity(length)
         positions = tf.broadcast_to(tf.range(length), tf.shape(token_ids))
-        inputs = tf.concat([token_ids, tf.fill(tf.shape(token_ids), mask_id)], axis=1)
+        inputs = tf.concat([token_ids, tf.fill(tf.shape(token_ids), int(mask_id))], axis=1)
         row = SEGMENT_ROWS[masks_lib.LEFT_TO_RIGHT][0]
         x = self._embed_at(inputs, tf.concat([positions, positions], 1), row)
         i = tf.range(length)
@@ -178,7 +191,7 @@ class UniLM(keras.Model):
         return x, tuple(updated)
 
     def initial_decoding_state(self, source_token_ids, source_padding_mask, max_length,
-                               use_cache=True):
+                               use_cache=True, *, mask_id):
         """`(state, context)` for `decoding_step`, from `[CLS] S [SEP]` sources.
 
         With `use_cache` the source goes through the network once and the
@@ -195,6 +208,7 @@ class UniLM(keras.Model):
             source_padding_mask: int or bool `(B, S)`, or None (all real).
             max_length: int, the most target tokens.
             use_cache: bool.
+            mask_id: int, the `[MASK]` token.
         """
         source_token_ids = tf.convert_to_tensor(source_token_ids)
         if not source_token_ids.dtype.is_integer or source_token_ids.shape.rank != 2:
@@ -220,7 +234,8 @@ class UniLM(keras.Model):
         with tf.control_dependencies(checks):
             lengths = tf.identity(lengths)
         context = {"source_lengths": lengths, "source_padding_mask": source_padding_mask,
-                   "source_token_ids": source_token_ids}
+                   "source_token_ids": source_token_ids,
+                   "mask_id": tf.fill([batch_size], tf.constant(mask_id, tf.int32))}
         if not use_cache:
             return {"token_ids": tf.zeros([batch_size, max_length], tf.int32)}, context
         slots = source_length + max_length + 1
@@ -340,6 +355,8 @@ class UniLM(keras.Model):
         generation_common.check_arguments(
             max_length, no_repeat_ngram_size, end_id=end_id, mask_id=mask_id, pad_id=pad_id
         )
+        end_id, mask_id, pad_id = int(end_id), int(mask_id), int(pad_id)
+        max_length, no_repeat_ngram_size = int(max_length), int(no_repeat_ngram_size)
         _validation.positive_int("beam_size", beam_size)
         if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
             raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
@@ -350,9 +367,9 @@ class UniLM(keras.Model):
 
             def search(source_token_ids, source_padding_mask):
                 state, context = self.initial_decoding_state(
-                    source_token_ids, source_padding_mask, max_length, use_cache
+                    source_token_ids, source_padding_mask, max_length, use_cache,
+                    mask_id=mask_id,
                 )
-                context["mask_id"] = tf.fill(tf.shape(context["source_lengths"]), mask_id)
                 common = {
                     "start_ids": tf.fill(tf.shape(context["source_lengths"]), mask_id),
                     "max_length": max_length, "end_id": end_id, "state": state,
