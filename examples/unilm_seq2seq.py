@@ -47,6 +47,8 @@ def parse_args(argv):
     parser.add_argument("--epochs", type=int, default=4, help="fine-tuning epochs")
     parser.add_argument("--max-train-pairs", type=int, default=None)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--masking-rate", type=float, default=0.7,
+                        help="share of target tokens masked in fine-tuning (UniLM: 0.7)")
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--eval-pairs", type=int, default=None, help="test verses scored")
     parser.add_argument("--classifier-epochs", type=int, default=2)
@@ -147,7 +149,8 @@ def main(argv=None):
     pairs = datasets.read_text_pairs("bible_archaic_modern", "train")[: args.max_train_pairs]
     train = data.unilm_finetuning_dataset(
         tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs, strict=True)))),
-        tokenizer, args.sequence_length, batch_size=args.batch_size, shuffle_buffer=len(pairs),
+        tokenizer, args.sequence_length, masking_rate=args.masking_rate,
+        batch_size=args.batch_size, shuffle_buffer=len(pairs),
     ).map(models.unilm_batch)
     model.compile(optimizer=adamw(args, args.epochs * (len(pairs) // args.batch_size)))
     model.fit(train, epochs=args.epochs, verbose=2,

@@ -220,3 +220,14 @@ def test_bad_generate_arguments(source, settings, message):
 def test_unknown_preset():
     with pytest.raises(ValueError, match="preset"):
         TransformerSeq2Seq.from_preset("transformer_huge", 100)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_xla_compiled_generation_matches(beam_size):
+    model = tiny()
+    settings = {"start_id": START, "end_id": END, "max_length": 8, "beam_size": beam_size,
+                "no_repeat_ngram_size": 3}
+    plain = model.generate(SOURCE, SOURCE_MASK, **settings)
+    compiled = model.generate(SOURCE, SOURCE_MASK, jit_compile=True, **settings)
+    np.testing.assert_array_equal(compiled["token_ids"], plain["token_ids"])
+    np.testing.assert_allclose(compiled["scores"], plain["scores"], atol=1e-4)

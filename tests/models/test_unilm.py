@@ -232,3 +232,13 @@ def test_left_to_right_scoring_checks_and_mixed_precision():
         model.left_to_right_log_probs(tokens, mask_id=-4)
     with pytest.raises(tf.errors.InvalidArgumentError, match="position table"):
         model.left_to_right_log_probs(tf.ones((1, 41), tf.int32), mask_id=MASK)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_xla_compiled_generation_matches(beam_size):
+    model = unilm_model()
+    settings = {"end_id": SEP, "mask_id": MASK, "max_length": 8, "beam_size": beam_size}
+    plain = model.generate(SOURCES, SOURCES > 0, **settings)
+    compiled = model.generate(SOURCES, SOURCES > 0, jit_compile=True, **settings)
+    np.testing.assert_array_equal(compiled["token_ids"], plain["token_ids"])
+    np.testing.assert_allclose(compiled["scores"], plain["scores"], atol=1e-4)
