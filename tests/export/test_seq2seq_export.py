@@ -92,8 +92,9 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
         export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9, beam_size=0)
     with pytest.raises(ValueError, match="model"):
         export.export_seq2seq(keras.Sequential(), source, target, str(tmp_path))
+    too_short = 2 if isinstance(model, models.UniLM) else 1  # no room for a token
     with pytest.raises(ValueError, match="source_length"):
-        export.export_seq2seq(model, source, target, str(tmp_path), 2, 9)
+        export.export_seq2seq(model, source, target, str(tmp_path), too_short, 9)
     if isinstance(model, models.UniLM):
         with pytest.raises(ValueError, match="position table"):
             export.export_seq2seq(model, source, target, str(tmp_path), 20, 20)
