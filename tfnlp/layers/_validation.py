@@ -40,3 +40,22 @@ def last_dim(name, shape):
             f"got shape {shape}."
         )
     return int(shape[-1])
+
+
+def tied_embedding(token_embedding, vocabulary_size):
+    """Returns `token_embedding` if it is `None` or a `vocabulary_size`-row Embedding."""
+    import keras  # only here: the rest of this module is plain Python
+
+    if token_embedding is None:
+        return None
+    if not isinstance(token_embedding, keras.layers.Embedding):
+        raise ValueError(
+            "`token_embedding` must be a keras.layers.Embedding, got "
+            f"{type(token_embedding).__name__}."
+        )
+    if token_embedding.input_dim != vocabulary_size:
+        raise ValueError(
+            f"`token_embedding` has {token_embedding.input_dim} rows but "
+            f"`vocabulary_size` is {vocabulary_size}."
+        )
+    return token_embedding

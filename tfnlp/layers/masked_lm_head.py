@@ -60,18 +60,7 @@ class MaskedLMHead(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        if token_embedding is not None:
-            if not isinstance(token_embedding, keras.layers.Embedding):
-                raise ValueError(
-                    "`token_embedding` must be a keras.layers.Embedding, got "
-                    f"{type(token_embedding).__name__}."
-                )
-            if token_embedding.input_dim != self.vocabulary_size:
-                raise ValueError(
-                    f"`token_embedding` has {token_embedding.input_dim} rows but "
-                    f"`vocabulary_size` is {self.vocabulary_size}."
-                )
-        self.token_embedding = token_embedding
+        self.token_embedding = _validation.tied_embedding(token_embedding, self.vocabulary_size)
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = _validation.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon

@@ -51,18 +51,7 @@ class TokenLogits(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        if token_embedding is not None:
-            if not isinstance(token_embedding, keras.layers.Embedding):
-                raise ValueError(
-                    "`token_embedding` must be a keras.layers.Embedding, got "
-                    f"{type(token_embedding).__name__}."
-                )
-            if token_embedding.input_dim != self.vocabulary_size:
-                raise ValueError(
-                    f"`token_embedding` has {token_embedding.input_dim} rows but "
-                    f"`vocabulary_size` is {self.vocabulary_size}."
-                )
-        self.token_embedding = token_embedding
+        self.token_embedding = _validation.tied_embedding(token_embedding, self.vocabulary_size)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
 

@@ -6,8 +6,9 @@ import math
 import keras
 import tensorflow as tf
 
-from tfnlp import generation
 from tfnlp.generation import _common as generation_common
+from tfnlp.generation.compiled_search import CompiledSearch
+from tfnlp.generation.compiled_search import check_source
 from tfnlp.layers import _validation
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
@@ -53,17 +54,6 @@ def seq2seq_batch(batch):
     """
     x = {name: batch[name] for name in SEQ2SEQ_INPUTS}
     return x, batch["decoder_target_ids"], keras.ops.cast(batch["decoder_padding_mask"], "float32")
-
-
-class _TracedFunctions:
-    """The model's traced `generate` functions, by search setting.
-
-    A plain object, so neither Keras nor tf.Module tracks it: the functions
-    are rebuilt on demand and never saved with the model.
-    """
-
-    def __init__(self):
-        self.by_setting = {}
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -241,7 +231,9 @@ class TransformerSeq2Seq(keras.Model):
         self.dropout = dropout
         self.tie_output_embedding = bool(tie_output_embedding)
         self.norm_first = bool(norm_first)
-        self._generate_functions = _TracedFunctions()
+        self._generate_functions = CompiledSearch(
+            self.decoding_step, self.initial_decoding_state
+        )
 
     # --- The two stacks (shared by the Functional graph and decoding) ---
 
@@ -283,23 +275,10 @@ class TransformerSeq2Seq(keras.Model):
             encoder_token_ids: int tensor `(B, S)`.
             encoder_padding_mask: int or bool `(B, S)`; defaults to all ones.
         """
-        encoder_token_ids, encoder_padding_mask = self._source(
-            encoder_token_ids, encoder_padding_mask
+        encoder_token_ids, encoder_padding_mask = check_source(
+            encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
         )
         return self._encode(encoder_token_ids, encoder_padding_mask, self.norm_first, False)
-
-    def _source(self, encoder_token_ids, encoder_padding_mask):
-        encoder_token_ids = tf.convert_to_tensor(encoder_token_ids)
-        if not encoder_token_ids.dtype.is_integer or encoder_token_ids.shape.rank != 2:
-            raise ValueError(
-                "`encoder_token_ids` must be an int tensor of shape (B, S), got "
-                f"{encoder_token_ids.dtype.name} {encoder_token_ids.shape}."
-            )
-        encoder_token_ids = tf.cast(encoder_token_ids, tf.int32)
-        if encoder_padding_mask is None:
-            encoder_padding_mask = tf.ones_like(encoder_token_ids)
-        encoder_padding_mask = tf.cast(encoder_padding_mask, tf.int32)
-        return encoder_token_ids, encoder_padding_mask
 
     def initial_decoding_state(self, encoder_token_ids, encoder_padding_mask, max_length,
                                use_cache=True):
@@ -318,8 +297,8 @@ class TransformerSeq2Seq(keras.Model):
             max_length: int, the most decoder positions.
             use_cache: bool.
         """
-        encoder_token_ids, encoder_padding_mask = self._source(
-            encoder_token_ids, encoder_padding_mask
+        encoder_token_ids, encoder_padding_mask = check_source(
+            encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
         )
         encoder_output = self._encode(encoder_token_ids, encoder_padding_mask, self.norm_first, False)
         batch_size = tf.shape(encoder_token_ids)[0]
@@ -420,48 +399,15 @@ class TransformerSeq2Seq(keras.Model):
             `scores` float32 `(B,)` (log-probability, length-normalised for
             beam search).
         """
-        # Check the settings here, not at the first trace deep in the graph.
-        generation_common.check_arguments(
-            max_length, no_repeat_ngram_size, start_id=start_id, end_id=end_id, pad_id=pad_id
+        encoder_token_ids, encoder_padding_mask = check_source(
+            encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
         )
-        start_id, end_id, pad_id = int(start_id), int(end_id), int(pad_id)
-        max_length, no_repeat_ngram_size = int(max_length), int(no_repeat_ngram_size)
-        _validation.positive_int("beam_size", beam_size)
-        if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
-            raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
-        key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, start_id,
-               end_id, pad_id, bool(use_cache), bool(jit_compile))
-        function = self._generate_functions.by_setting.get(key)
-        if function is None:
-
-            def search(encoder_token_ids, encoder_padding_mask):
-                state, context = self.initial_decoding_state(
-                    encoder_token_ids, encoder_padding_mask, max_length, use_cache
-                )
-                start_ids = tf.fill([tf.shape(encoder_token_ids)[0]], tf.constant(start_id))
-                common = {
-                    "start_ids": start_ids, "max_length": max_length, "end_id": end_id,
-                    "state": state, "context": context, "pad_id": pad_id,
-                    "no_repeat_ngram_size": no_repeat_ngram_size,
-                }
-                if beam_size == 1:
-                    return generation.greedy_search(self.decoding_step, **common)
-                result = generation.beam_search(
-                    self.decoding_step, beam_size=beam_size, length_penalty=length_penalty,
-                    **common,
-                )
-                return {name: result[name][:, 0] for name in ("token_ids", "lengths", "scores")}
-
-            function = tf.function(
-                search,
-                input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
-                jit_compile=bool(jit_compile),
-            )
-            self._generate_functions.by_setting[key] = function
-        encoder_token_ids, encoder_padding_mask = self._source(
-            encoder_token_ids, encoder_padding_mask
+        return self._generate_functions.run(
+            encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,
+            max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size, pad_id=pad_id, use_cache=use_cache,
+            jit_compile=jit_compile,
         )
-        return function(encoder_token_ids, encoder_padding_mask)
 
     # --- Training defaults and config ---
 

@@ -3,13 +3,12 @@
 import keras
 import tensorflow as tf
 
-from tfnlp import generation
 from tfnlp.generation import _common as generation_common
-from tfnlp.layers import _validation
+from tfnlp.generation.compiled_search import CompiledSearch
+from tfnlp.generation.compiled_search import check_source
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models.bert_backbone import bert_kernel_initializer
-from tfnlp.models.transformer_seq2seq import _TracedFunctions
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
 from tfnlp.training.optimizers import bert_adamw
@@ -97,7 +96,9 @@ class UniLM(keras.Model):
         sequence = backbone({k: inputs[k] for k in UNILM_INPUTS[:4]})["sequence_output"]
         logits = self.masked_lm_head(sequence, masked_positions=inputs["masked_positions"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self._generate_functions = _TracedFunctions()
+        self._generate_functions = CompiledSearch(
+            self.decoding_step, self.initial_decoding_state
+        )
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":
@@ -210,16 +211,10 @@ class UniLM(keras.Model):
             use_cache: bool.
             mask_id: int, the `[MASK]` token.
         """
-        source_token_ids = tf.convert_to_tensor(source_token_ids)
-        if not source_token_ids.dtype.is_integer or source_token_ids.shape.rank != 2:
-            raise ValueError(
-                "`source_token_ids` must be an int tensor of shape (B, S), got "
-                f"{source_token_ids.dtype.name} {source_token_ids.shape}."
-            )
-        source_token_ids = tf.cast(source_token_ids, tf.int32)
-        if source_padding_mask is None:
-            source_padding_mask = tf.ones_like(source_token_ids)
-        source_padding_mask = tf.cast(tf.cast(source_padding_mask, tf.bool), tf.int32)
+        source_token_ids, source_padding_mask = check_source(
+            source_token_ids, source_padding_mask, "source_token_ids"
+        )
+        generation_common.check_arguments(max_length, 0, mask_id=mask_id)
         batch_size, source_length = tf.unstack(tf.shape(source_token_ids))
         lengths = tf.reduce_sum(source_padding_mask, axis=1)
         checks = [
@@ -239,7 +234,11 @@ class UniLM(keras.Model):
         if not use_cache:
             return {"token_ids": tf.zeros([batch_size, max_length], tf.int32)}, context
         slots = source_length + max_length + 1
-        source_keys = tf.pad(source_padding_mask, [[0, 0], [0, max_length + 1]])  # (B, slots)
+        # Cache slots holding a real source token, computed once for all steps.
+        source_keys = tf.cast(
+            tf.pad(source_padding_mask, [[0, 0], [0, max_length + 1]]), tf.bool
+        )  # (B, slots)
+        context["source_keys"] = source_keys
         x = self._embed_at(
             source_token_ids, tf.broadcast_to(tf.range(source_length), tf.shape(source_token_ids)),
             SEGMENT_ROWS[masks_lib.SEQ2SEQ][0],
@@ -247,7 +246,7 @@ class UniLM(keras.Model):
         head_dim = self.backbone.hidden_dim // self.backbone.num_heads
         zeros = tf.zeros([batch_size, 2, slots, self.backbone.num_heads, head_dim], x.dtype)
         # The source sees the whole (real) source: the seq2seq mask on segment 0.
-        mask = tf.cast(source_keys[:, None, :], tf.bool)
+        mask = source_keys[:, None, :]
         _, caches = self._run_blocks(x, mask, tuple(zeros for _ in self.backbone.transformer_layers),
                                      0)
         return {"caches": caches}, context
@@ -274,10 +273,7 @@ class UniLM(keras.Model):
         # target token) is never seen.
         target_end = source_length + index + tf.range(2)  # (2,)
         target_keys = (slot[None, :] > source_length) & (slot[None, :] <= target_end[:, None])
-        source_keys = tf.cast(
-            tf.pad(context["source_padding_mask"], [[0, 0], [0, slots - source_length]]), tf.bool
-        )
-        mask = source_keys[:, None, :] | target_keys[None, :, :]  # (B, 2, slots)
+        mask = context["source_keys"][:, None, :] | target_keys[None, :, :]  # (B, 2, slots)
         x, caches = self._run_blocks(x, mask, state["caches"], source_length + index)
         logits = self.masked_lm_head(x, masked_positions=tf.ones([tf.shape(x)[0], 1], tf.int32))
         return logits[:, 0], {"caches": caches}
@@ -356,53 +352,16 @@ class UniLM(keras.Model):
             A dict: `token_ids` int32 `(B, max_length)`, `lengths` int32
             `(B,)`, `scores` float32 `(B,)`.
         """
-        generation_common.check_arguments(
-            max_length, no_repeat_ngram_size, end_id=end_id, mask_id=mask_id, pad_id=pad_id
+        source_token_ids, source_padding_mask = check_source(
+            source_token_ids, source_padding_mask, "source_token_ids"
         )
-        end_id, mask_id, pad_id = int(end_id), int(mask_id), int(pad_id)
-        max_length, no_repeat_ngram_size = int(max_length), int(no_repeat_ngram_size)
-        _validation.positive_int("beam_size", beam_size)
-        if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
-            raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
-        key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, end_id,
-               mask_id, pad_id, bool(use_cache), bool(jit_compile))
-        function = self._generate_functions.by_setting.get(key)
-        if function is None:
-
-            def search(source_token_ids, source_padding_mask):
-                state, context = self.initial_decoding_state(
-                    source_token_ids, source_padding_mask, max_length, use_cache,
-                    mask_id=mask_id,
-                )
-                common = {
-                    "start_ids": tf.fill(tf.shape(context["source_lengths"]), mask_id),
-                    "max_length": max_length, "end_id": end_id, "state": state,
-                    "context": context, "pad_id": pad_id,
-                    "no_repeat_ngram_size": no_repeat_ngram_size,
-                }
-                if beam_size == 1:
-                    return generation.greedy_search(self.decoding_step, **common)
-                result = generation.beam_search(
-                    self.decoding_step, beam_size=beam_size, length_penalty=length_penalty,
-                    **common,
-                )
-                return {name: result[name][:, 0] for name in ("token_ids", "lengths", "scores")}
-
-            function = tf.function(
-                search, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
-                jit_compile=bool(jit_compile),
-            )
-            self._generate_functions.by_setting[key] = function
-        source_token_ids = tf.convert_to_tensor(source_token_ids)
-        if not source_token_ids.dtype.is_integer or source_token_ids.shape.rank != 2:
-            raise ValueError(
-                "`source_token_ids` must be an int tensor of shape (B, S), got "
-                f"{source_token_ids.dtype.name} {source_token_ids.shape}."
-            )
-        source_token_ids = tf.cast(source_token_ids, tf.int32)
-        if source_padding_mask is None:
-            source_padding_mask = tf.ones_like(source_token_ids)
-        return function(source_token_ids, tf.cast(source_padding_mask, tf.int32))
+        # There is no start token: the first step's input only fills an unseen slot.
+        return self._generate_functions.run(
+            source_token_ids, source_padding_mask, start_id=mask_id, end_id=end_id,
+            max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
+            no_repeat_ngram_size=no_repeat_ngram_size, pad_id=pad_id, use_cache=use_cache,
+            jit_compile=jit_compile, mask_id=mask_id,
+        )
 
     def get_config(self):
         return {
