@@ -8,6 +8,10 @@ from tfnlp.models.bert_checkpoints import save_google_checkpoint
 from tfnlp.models.bert_classifier import BertClassifier
 from tfnlp.models.bert_pretrainer import BertPretrainer
 from tfnlp.models.bert_pretrainer import pretraining_batch
+from tfnlp.models.elmo import ELMO_PRESETS
+from tfnlp.models.elmo import ELMoBiLM
+from tfnlp.models.elmo import ELMoEmbedder
+from tfnlp.models.elmo import elmo_batch
 from tfnlp.models.transformer_classifier import TransformerClassifier
 from tfnlp.models.transformer_seq2seq import TRANSFORMER_PRESETS
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
@@ -21,6 +25,9 @@ __all__ = [
     "BertBackbone",
     "BertClassifier",
     "BertPretrainer",
+    "ELMO_PRESETS",
+    "ELMoBiLM",
+    "ELMoEmbedder",
     "TRANSFORMER_PRESETS",
     "TransformerClassifier",
     "TransformerSeq2Seq",
@@ -28,6 +35,7 @@ __all__ = [
     "UniLMBackbone",
     "load_google_checkpoint",
     "load_hugging_face_checkpoint",
+    "elmo_batch",
     "pretraining_batch",
     "save_google_checkpoint",
     "seq2seq_batch",
