@@ -378,6 +378,7 @@ class ELMoEmbedder(keras.Model):
         kwargs.setdefault("name", "elmo_embedder")
         trainable_bilm = bool(trainable_bilm)
         bilm.trainable = trainable_bilm
+        bilm.word_softmax.trainable = False  # the embedder never uses it
         dtype = bilm.character_cnn.dtype_policy
 
         # === Layers ===
