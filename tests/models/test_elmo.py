@@ -272,3 +272,18 @@ def test_mixed_precision_embedder_is_finite():
     outputs = embedder(_ids())
     assert outputs["elmo"].dtype == tf.bfloat16
     assert_finite(outputs)
+
+
+def test_a_trained_model_reloads_with_its_optimizer_state(tmp_path):
+    vocabulary, dataset = _corpus()
+    bilm = _bilm(word_vocabulary_size=len(vocabulary), num_sampled=8)
+    bilm.compile(optimizer=keras.optimizers.Adam(0.01))
+    bilm.fit(dataset, epochs=1, verbose=0)
+    path = os.path.join(tmp_path, "bilm.keras")
+    bilm.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert int(restored.optimizer.iterations) == int(bilm.optimizer.iterations) > 0
+    assert float(restored.optimizer.learning_rate) == pytest.approx(0.01)
+    for a, b in zip(restored.optimizer.variables, bilm.optimizer.variables, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    restored.fit(dataset, epochs=1, verbose=0)  # and it goes on training

@@ -291,6 +291,13 @@ class ELMoBiLM(keras.Model):
             kwargs.pop(name, None)
         super().compile(optimizer=optimizer, **kwargs)
 
+    def compile_from_config(self, config):
+        # `.keras` files keep the optimizer (and its state): restore it.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**{k: v for k, v in config.items() if v is not None})
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     @classmethod
     def from_preset(cls, preset, word_vocabulary_size, **overrides):
         """A model of a size from `ELMO_PRESETS` (random weights).

@@ -1,0 +1,131 @@
+"""The exported ELMo model, loaded in a fresh process without tfnlp."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.export.fresh_process import serve
+from tfnlp import data, export, models
+
+MAX_TOKENS = 8
+TEXTS = [
+    "Hello, world!",
+    "It is a truth universally acknowledged, that a single man in possession",
+    "",
+    "   ",
+    b"broken \xff\xfe utf-8",
+    "emoji \U0001F600 中文",
+    "word " * 200_000,  # 1 MB of words
+    "x" * 1_000_000,  # one 1 MB word
+]
+WORDS = [  # what each text becomes, markers included, before padding
+    ["<S>", "Hello", ",", "world", "!", "</S>"],
+    ["<S>", "It", "is", "a", "truth", "universally", "acknowledged", "</S>"],
+    ["<S>", "</S>"],
+    ["<S>", "</S>"],
+    ["<S>", "broken", "\ufffd", "\ufffd", "utf", "-", "8", "</S>"],
+    ["<S>", "emoji", "\U0001F600", "中文", "</S>"],
+    ["<S>", *["word"] * (MAX_TOKENS - 2), "</S>"],
+    ["<S>", "x" * 1_000_000, "</S>"],
+]
+
+
+def _tiny_bilm(**kwargs):
+    return models.ELMoBiLM(word_vocabulary_size=50, units=16, projection_dim=8,
+                           filters=((1, 4), (2, 4)), num_sampled=10, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    keras.utils.set_random_seed(1234)
+    embedder = models.ELMoEmbedder(_tiny_bilm(), layer_norm=True)
+    # A mix that is not the plain mean, so that serving it is checked.
+    embedder.scalar_mix.layer_weights.assign([0.5, -1.0, 2.0])
+    embedder.scalar_mix.scale.assign(1.7)
+    directory = tmp_path_factory.mktemp("saved_models") / "elmo"
+    path = export.export_elmo(embedder, str(directory), max_tokens=MAX_TOKENS)
+    batches = [TEXTS, TEXTS[:1], []]
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
+                   tmp_path_factory.mktemp("calls"))
+    return path, embedder, dict(zip(["all", "one", "none"], served, strict=True))
+
+
+def _as_bytes(texts):
+    return [t if isinstance(t, bytes) else t.encode("utf-8") for t in texts]
+
+
+def _training_outputs(embedder, texts):
+    """The embedder on the character ids that `elmo_dataset` builds for training."""
+    sentences = tf.data.Dataset.from_tensor_slices(tf.constant(_as_bytes(texts), tf.string))
+    vocabulary = ["<S>", "</S>", "<UNK>", "word"]
+    batch = next(iter(data.elmo_dataset(sentences, vocabulary, sequence_length=MAX_TOKENS,
+                                        batch_size=len(texts), drop_remainder=False)))
+    outputs = embedder(batch["character_ids"], training=False)
+    return {k: v.numpy() for k, v in outputs.items()}, batch["padding_mask"].numpy()
+
+
+@pytest.mark.parametrize("batch", ["all", "one"])
+def test_fresh_process_matches_the_embedder_on_training_inputs(exported, batch):
+    _, embedder, served = exported
+    texts = TEXTS if batch == "all" else TEXTS[:1]
+    result = {k: np.array(v) for k, v in served[batch].items() if k != "words"}
+    expected, training_mask = _training_outputs(embedder, texts)
+    length = max(len(w) for w in WORDS[: len(texts)])  # T: the longest text, not max_tokens
+    assert result["elmo"].shape == (len(texts), length, 16)
+    assert result["layers"].shape == (len(texts), 3, length, 16)
+    np.testing.assert_array_equal(result["padding_mask"], training_mask[:, :length])
+    np.testing.assert_allclose(result["elmo"], expected["elmo"][:, :length], atol=1e-5)
+    np.testing.assert_allclose(result["layers"], expected["layers"][:, :, :length], atol=1e-5)
+    assert not expected["elmo"][:, length:].any()  # only padding was left out
+    assert np.abs(result["elmo"]).max() > 0
+
+
+def test_words_are_split_wrapped_truncated_and_padded(exported):
+    _, _, served = exported
+    words = served["all"]["words"]
+    assert len(words) == len(TEXTS) and {len(row) for row in words} == {MAX_TOKENS}
+    for row, expected in zip(words, WORDS, strict=True):
+        assert row == expected + [""] * (MAX_TOKENS - len(expected))
+    mask = np.array(served["all"]["padding_mask"])
+    np.testing.assert_array_equal(mask.sum(1), [len(w) for w in WORDS])
+    assert served["one"]["words"] == [WORDS[0]]
+
+
+def test_edge_inputs_give_finite_outputs_of_the_documented_shapes(exported):
+    path, _, served = exported
+    for key in ("elmo", "layers"):
+        values = np.array(served["all"][key])
+        assert values.dtype == np.float64 and np.isfinite(values).all()  # JSON floats
+    padding = np.array(served["all"]["padding_mask"]) == 0
+    assert not np.array(served["all"]["elmo"])[padding].any()
+    assert served["none"] == {"elmo": [], "layers": [], "padding_mask": [], "words": []}
+    outputs = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant([], tf.string))
+    assert outputs["elmo"].shape == (0, 2, 16) and outputs["layers"].shape == (0, 3, 2, 16)
+    assert outputs["padding_mask"].shape == (0, 2) and outputs["words"].shape == (0, 2)
+    assert outputs["elmo"].dtype == tf.float32 and outputs["padding_mask"].dtype == tf.int32
+
+
+def test_a_mixed_bfloat16_bilm_serves_float32_and_the_mean_of_its_layers(tmp_path):
+    bilm = _tiny_bilm(dtype="mixed_bfloat16")
+    path = export.export_elmo(bilm, str(tmp_path), max_tokens=MAX_TOKENS)
+    outputs = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS[:3]))
+    assert {k: v.dtype for k, v in outputs.items()} == {
+        "elmo": tf.float32, "layers": tf.float32, "padding_mask": tf.int32, "words": tf.string}
+    layers = outputs["layers"].numpy()
+    np.testing.assert_allclose(outputs["elmo"], layers.mean(axis=1), atol=1e-6)
+    expected = bilm(data.character_ids(outputs["words"]), training=False)["layers"]
+    # bfloat16 keeps 8 bits: graph and eager round differently.
+    np.testing.assert_allclose(layers, tf.cast(expected, tf.float32), atol=3e-2)
+    assert np.abs(layers).max() > 0 and np.isfinite(layers).all()
+
+
+def test_bad_arguments_are_refused(exported, tmp_path):
+    _, embedder, _ = exported
+    with pytest.raises(ValueError, match="`model`"):
+        export.export_elmo(keras.Sequential(), str(tmp_path))
+    for max_tokens in (0, 2, 8.0, "8", True, None):
+        with pytest.raises(ValueError, match="`max_tokens`"):
+            export.export_elmo(embedder, str(tmp_path), max_tokens=max_tokens)
+    with pytest.raises(ValueError, match="`version`"):
+        export.export_elmo(embedder, str(tmp_path), version=0)

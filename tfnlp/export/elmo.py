@@ -1,0 +1,125 @@
+"""ELMo -> SavedModel that turns raw text into contextual word vectors."""
+
+import tensorflow as tf
+
+from tfnlp.data.elmo import BOS
+from tfnlp.data.elmo import EOS
+from tfnlp.data.elmo import character_ids
+from tfnlp.data.elmo import split_words
+from tfnlp.export._common import save
+from tfnlp.layers import _validation
+from tfnlp.models.elmo import ELMoBiLM
+from tfnlp.models.elmo import ELMoEmbedder
+
+
+class ELMoServingModule(tf.Module):
+    """Text in, ELMo vectors out: split -> `<S> words </S>` -> biLM (-> mix).
+
+    Signature `serving_default(text)`: `text` `tf.string (B,)`, any batch
+    size (also 0). Each text is split with `tfnlp.data.split_words`, cut to
+    its first `max_tokens - 2` words and wrapped in `<S>` ... `</S>`, exactly
+    as `tfnlp.data.elmo_dataset` builds training sentences, so a sentence
+    gets the vectors it would get in training. Truncation happens before
+    the model, so the model's cost is bounded whatever the text's length;
+    empty, whitespace-only or broken UTF-8 text (broken bytes become U+FFFD,
+    a word of its own) is valid. The model reads only the first
+    `max_characters - 2` bytes of each word (`tfnlp.data.character_ids`).
+
+    With `T` the most tokens of a text in the batch (markers included,
+    at least 2, at most `max_tokens`) and `P` the biLM's `projection_dim`,
+    it returns:
+
+    - `elmo` float32 `(B, T, 2P)`: for an `ELMoEmbedder` its learned mix
+      `γ · Σ_j softmax(w)_j · h_j`; for a bare `ELMoBiLM` the plain mean of
+      its `L + 1` layers (equal weights, `γ = 1`). Zeros at padding.
+    - `layers` float32 `(B, L + 1, T, 2P)`: the biLM's layers (layer 0 the
+      character-CNN token vectors), zeros at padding.
+    - `padding_mask` int32 `(B, T)`: 1 on real tokens, `<S>` and `</S>`
+      included.
+    - `words` `tf.string (B, T)`: the tokens the vectors belong to (`<S>`,
+      the words, `</S>`), `""` at padding.
+
+    The outputs are float32 also for a model under a mixed-precision
+    policy. The graph holds only TensorFlow and tensorflow-text ops.
+
+    Args:
+        model: an `ELMoEmbedder` or an `ELMoBiLM`.
+        max_tokens: int, the most tokens per text, `<S>` and `</S>`
+            included (at least 3).
+    """
+
+    def __init__(self, model, max_tokens=64):
+        super().__init__(name="elmo_serving")
+        if isinstance(model, ELMoEmbedder):
+            bilm = model.bilm
+        elif isinstance(model, ELMoBiLM):
+            bilm = model
+        else:
+            raise ValueError(
+                f"`model` must be an ELMoEmbedder or an ELMoBiLM, got {type(model).__name__}."
+            )
+        self.max_tokens = _validation.positive_int("max_tokens", max_tokens)
+        if self.max_tokens < 3:
+            raise ValueError(
+                f"`max_tokens` must leave room for one word besides <S> and </S>, got {max_tokens}."
+            )
+        self.model = model
+        self.is_embedder = isinstance(model, ELMoEmbedder)
+        self.max_characters = bilm.max_characters
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def embed(self, text):
+        words = split_words(text)[:, : self.max_tokens - 2]
+        count = words.nrows()
+        tokens = tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
+        # Every text has its two markers; an empty batch gets them too (T >= 2).
+        length = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
+        padded = tokens.to_tensor("", shape=tf.stack([count, length]))
+        ids = character_ids(padded, self.max_characters)
+        # TensorFlow's convolutions mishandle an empty batch (they return the
+        # input's shape), so the model always gets a row: an empty batch runs
+        # on one row of padding, cut off again below.
+        ids = tf.pad(ids, [[0, tf.maximum(1 - count, 0)], [0, 0], [0, 0]])
+        outputs = {k: v[:count] for k, v in self.model(ids, training=False).items()}
+        padding_mask = tf.cast(outputs["padding_mask"], tf.int32)
+        layers = tf.cast(outputs["layers"], tf.float32)
+        if self.is_embedder:
+            elmo = tf.cast(outputs["elmo"], tf.float32)
+        else:
+            elmo = tf.reduce_mean(layers, axis=1) * tf.cast(padding_mask, tf.float32)[:, :, None]
+        return {"elmo": elmo, "layers": layers, "padding_mask": padding_mask, "words": padded}
+
+
+def export_elmo(model, export_dir, max_tokens=64, version=1):
+    """Writes a raw-text -> ELMo-vectors SavedModel to `export_dir/VERSION/`.
+
+    It loads with only TensorFlow and tensorflow-text (`import
+    tensorflow_text` registers its ops); tfnlp is not needed. See
+    `ELMoServingModule` for the signature.
+
+    Args:
+        model: an `ELMoEmbedder` (its learned mix is served as `elmo`) or a
+            bare `ELMoBiLM` (`elmo` is then the plain mean of its layers).
+        export_dir: the model's directory, e.g. `saved_models/elmo`.
+        max_tokens: int, texts are cut to this many tokens, `<S>` and
+            `</S>` included.
+        version: int, the version subdirectory.
+
+    Returns:
+        The path of the written version.
+
+    Example:
+
+    >>> import tempfile
+    >>> bilm = ELMoBiLM(word_vocabulary_size=20, num_layers=1, units=8, projection_dim=4,
+    ...                 filters=((1, 4),), num_highway_layers=1, num_sampled=None)
+    >>> path = export_elmo(ELMoEmbedder(bilm), tempfile.mkdtemp(), max_tokens=16)
+    >>> embed = tf.saved_model.load(path).signatures["serving_default"]
+    >>> outputs = embed(text=tf.constant(["Hello, world!", ""]))
+    >>> outputs["elmo"].shape, outputs["layers"].shape
+    (TensorShape([2, 6, 8]), TensorShape([2, 2, 6, 8]))
+    >>> outputs["words"][0].numpy().tolist()
+    [b'<S>', b'Hello', b',', b'world', b'!', b'</S>']
+    """
+    module = ELMoServingModule(model, max_tokens)
+    return save(module, export_dir, version, {"serving_default": module.embed})
