@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bert_benchmark.py
 	$(BIN)/python benchmarks/seq2seq_benchmark.py
 	$(BIN)/python benchmarks/generation_benchmark.py
+	$(BIN)/python benchmarks/elmo_benchmark.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

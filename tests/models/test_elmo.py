@@ -248,7 +248,7 @@ def test_embedder_freezes_the_bilm_or_fine_tunes_it():
         mix_before = embedder.scalar_mix.get_weights()
         model.fit(_ids(), np.array([0, 1, 1]), epochs=2, verbose=0)
         bilm_moved = any(
-            not np.array_equal(a, w.numpy()) for a, w in zip(bilm_before, embedder.bilm.character_cnn.weights)
+            not np.array_equal(a, w.numpy()) for a, w in zip(bilm_before, embedder.bilm.character_cnn.weights, strict=True)
         )
         assert bilm_moved == embedder.trainable_bilm
         assert not np.array_equal(mix_before[0], embedder.scalar_mix.get_weights()[0])
@@ -287,3 +287,9 @@ def test_a_trained_model_reloads_with_its_optimizer_state(tmp_path):
     for a, b in zip(restored.optimizer.variables, bilm.optimizer.variables, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     restored.fit(dataset, epochs=1, verbose=0)  # and it goes on training
+
+
+def test_an_empty_batch_gives_empty_outputs():
+    embedder = models.ELMoEmbedder(_bilm())
+    outputs = embedder(tf.zeros((0, 5, 12), tf.int32))
+    assert outputs["elmo"].shape == (0, 5, 2 * P) and outputs["layers"].shape == (0, 3, 5, 2 * P)

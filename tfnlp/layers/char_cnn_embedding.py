@@ -1,5 +1,7 @@
 """ELMo's context-independent token vectors from characters."""
 
+import numbers
+
 import keras
 import tensorflow as tf
 
@@ -10,18 +12,23 @@ from tfnlp.layers.highway import Highway
 ELMO_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 
 
+def _positive_int(value):
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value > 0
+
+
 def _check_filters(filters):
     try:
-        pairs = tuple((int(w), int(n)) for w, n in filters)
+        pairs = tuple((w, n) for w, n in filters)
     except (TypeError, ValueError):
         raise ValueError(
             f"`filters` must be a sequence of (width, count) pairs, got {filters!r}."
         ) from None
-    if not pairs or any(w <= 0 or n <= 0 for w, n in pairs):
+    # Integers only: int() would silently truncate 1.5 or parse "2".
+    if not pairs or not all(_positive_int(w) and _positive_int(n) for w, n in pairs):
         raise ValueError(
             f"`filters` must be a non-empty sequence of positive (width, count) pairs, got {filters!r}."
         )
-    return pairs
+    return tuple((int(w), int(n)) for w, n in pairs)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -133,10 +140,20 @@ class CharCNNEmbedding(keras.layers.Layer):
         self.built = True
 
     def call(self, character_ids):
+        if character_ids.shape.rank == 3 and character_ids.shape[1] == 0:
+            raise ValueError(
+                "`character_ids` has no tokens (shape "
+                f"{tuple(character_ids.shape)}); every sentence needs at least one token "
+                "(tfnlp pipelines add <S> and </S>)."
+            )
         character_ids = tf.cast(character_ids, tf.int32)
         shape = tf.shape(character_ids)
         num_characters = character_ids.shape[-1]
-        flat_ids = tf.reshape(character_ids, [-1, num_characters])  # (B*T, C)
+        # One extra all-padding token, cut off below: TensorFlow's CPU
+        # convolutions mishandle an empty batch (B*T = 0).
+        flat_ids = tf.concat(
+            [tf.reshape(character_ids, [-1, num_characters]), tf.zeros([1, num_characters], tf.int32)], 0
+        )  # (B*T + 1, C)
         chars = self.character_embedding(flat_ids)  # (B*T, C, E)
         features = [
             self.activation(tf.reduce_max(conv(chars), axis=1)) for conv in self.convolutions
@@ -146,7 +163,7 @@ class CharCNNEmbedding(keras.layers.Layer):
             x = highway(x)
         x = self.projection(x)  # (B*T, output_dim)
         is_token = tf.reduce_any(flat_ids != 0, axis=-1)[:, None]
-        x = tf.where(is_token, x, tf.zeros_like(x))
+        x = tf.where(is_token, x, tf.zeros_like(x))[:-1]
         return tf.reshape(x, tf.concat([shape[:2], [self.output_dim]], 0))
 
     def compute_output_shape(self, character_ids_shape):

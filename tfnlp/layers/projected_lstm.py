@@ -29,7 +29,9 @@ class ProjectedLSTM(keras.layers.Layer):
     which then only multiplies the small `r_{t-1} U` per step, inside one
     `tf.while_loop` (or unrolled in Python with `unroll=True` when the number
     of steps is static). `benchmarks/elmo_benchmark.py` compares this with
-    `keras.layers.RNN` over an equivalent cell.
+    `keras.layers.RNN` over an equivalent cell. Under a mixed-precision
+    policy the matmuls run in the compute dtype (e.g. bfloat16) and the
+    gates and cell state in float32.
 
     With `go_backwards=True` each sequence is read from its last real token
     to its first (`tf.reverse_sequence` over its length), and the outputs
@@ -128,12 +130,14 @@ class ProjectedLSTM(keras.layers.Layer):
         self.built = True
 
     def _step(self, xw_t, cell, output, recurrent_kernel, projection):
-        z = xw_t + tf.matmul(output, recurrent_kernel)
+        # Matmuls in the compute dtype; gates and the cell state in float32,
+        # so a bfloat16 policy does not round the memory at every step.
+        z = tf.cast(xw_t + tf.matmul(output, recurrent_kernel), tf.float32)
         i, f, g, o = tf.split(z, 4, axis=-1)
         cell = tf.sigmoid(f) * cell + tf.sigmoid(i) * tf.tanh(g)
         if self.cell_clip is not None:
             cell = tf.clip_by_value(cell, -self.cell_clip, self.cell_clip)
-        output = tf.sigmoid(o) * tf.tanh(cell)
+        output = tf.cast(tf.sigmoid(o) * tf.tanh(cell), xw_t.dtype)
         if projection is not None:
             output = tf.matmul(output, projection)
             if self.projection_clip is not None:
@@ -158,7 +162,7 @@ class ProjectedLSTM(keras.layers.Layer):
         # All input projections at once: (B*T, D) x (D, 4U).
         xw = tf.matmul(tf.reshape(inputs, [-1, inputs.shape[-1]]), kernel) + tf.cast(self.bias, dtype)
         xw = tf.transpose(tf.reshape(xw, [batch_size, num_steps, 4 * self.units]), [1, 0, 2])
-        cell = tf.zeros([batch_size, self.units], dtype)
+        cell = tf.zeros([batch_size, self.units], tf.float32)
         output = tf.zeros([batch_size, self.output_dim], dtype)
 
         static_steps = inputs.shape[1]
@@ -176,8 +180,13 @@ class ProjectedLSTM(keras.layers.Layer):
                 cell, output = self._step(steps.read(t), cell, output, recurrent_kernel, projection)
                 return t + 1, cell, output, written.write(t, output)
 
+            # `maximum_iterations` bounds the loop: XLA needs it to differentiate
+            # the while loop (fixed-size gradient accumulators).
             _, _, _, written = tf.while_loop(
-                lambda t, *_: t < num_steps, body, (0, cell, output, written)
+                lambda t, *_: t < num_steps,
+                body,
+                (0, cell, output, written),
+                maximum_iterations=num_steps,
             )
             outputs = tf.transpose(written.stack(), [1, 0, 2])  # (B, T, output_dim)
             outputs = tf.ensure_shape(outputs, [None, static_steps, self.output_dim])

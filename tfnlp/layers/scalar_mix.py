@@ -64,7 +64,9 @@ class ScalarMix(keras.layers.Layer):
                 f"with a known number of layers; got shape {inputs_shape}."
             )
         num_layers = int(inputs_shape[1])
-        initial = self.initial_weights or [0.0] * num_layers
+        initial = self.initial_weights
+        if initial is None:  # not `or`: an empty list is a wrong length, not the default
+            initial = [0.0] * num_layers
         if len(initial) != num_layers:
             raise ValueError(
                 f"`initial_weights` has {len(initial)} entries but `inputs` have {num_layers} layers."

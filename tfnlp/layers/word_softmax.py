@@ -73,14 +73,18 @@ class WordSoftmax(keras.layers.Layer):
         self.kernel = self.add_weight(
             name="kernel", shape=(self.vocabulary_size, hidden_dim), initializer=self.kernel_initializer
         )
-        self.bias = self.add_weight(name="bias", shape=(self.vocabulary_size,), initializer="zeros")
+        # float32, never auto-cast: added to float32 logits.
+        self.bias = self.add_weight(
+            name="bias", shape=(self.vocabulary_size,), initializer="zeros", dtype="float32",
+            autocast=False,
+        )
         self.built = True
 
     def logits(self, inputs):
         """Full float32 logits `(..., V)`."""
         flat = tf.cast(tf.reshape(inputs, [-1, self.kernel.shape[1]]), self.compute_dtype)
         logits = tf.matmul(flat, tf.cast(self.kernel, flat.dtype), transpose_b=True)
-        logits = tf.cast(logits, tf.float32) + tf.cast(self.bias, tf.float32)
+        logits = tf.cast(logits, tf.float32) + self.bias
         return tf.reshape(logits, tf.concat([tf.shape(inputs)[:-1], [self.vocabulary_size]], 0))
 
     def log_uniform_probabilities(self, ids):
@@ -101,15 +105,16 @@ class WordSoftmax(keras.layers.Layer):
         hidden_dim = self.kernel.shape[1]
         flat = tf.cast(tf.reshape(inputs, [-1, hidden_dim]), self.compute_dtype)  # (N, H)
         targets = tf.reshape(tf.cast(target_ids, tf.int32), [-1])  # (N,)
+        candidates = tf.cast(candidates, tf.int32)
         kernel = tf.cast(self.kernel, flat.dtype)
-        bias = tf.cast(self.bias, tf.float32)
+        bias = tf.convert_to_tensor(self.bias)
         true_logits = tf.reduce_sum(
             tf.cast(flat * tf.gather(kernel, targets), tf.float32), axis=-1
         ) + tf.gather(bias, targets)  # (N,)
         sampled_logits = tf.cast(
             tf.matmul(flat, tf.gather(kernel, candidates), transpose_b=True), tf.float32
         ) + tf.gather(bias, candidates)  # (N, S)
-        num = float(self.num_sampled)
+        num = tf.cast(tf.size(candidates), tf.float32)  # S: the candidates given
         true_logits -= tf.math.log(num * self.log_uniform_probabilities(targets))
         sampled_logits -= tf.math.log(num * self.log_uniform_probabilities(candidates))[None, :]
         hits = tf.equal(targets[:, None], candidates[None, :])

@@ -240,7 +240,7 @@ class ELMoBiLM(keras.Model):
         """
         layers = [keras.ops.concatenate([tokens, tokens], axis=-1)]
         forward, backward = tokens, tokens
-        for i, (f_lstm, b_lstm) in enumerate(zip(self.forward_layers, self.backward_layers)):
+        for i, (f_lstm, b_lstm) in enumerate(zip(self.forward_layers, self.backward_layers, strict=True)):
             f = f_lstm(self.lstm_dropout(forward, training=training), padding_mask=padding_mask)
             b = b_lstm(self.lstm_dropout(backward, training=training), padding_mask=padding_mask)
             if self.residual and i > 0:
