@@ -34,7 +34,7 @@ def runs(tmp_path_factory):
     _run("pretrain_elmo.py", "--max-train-sentences", "400", "--max-eval-sentences", "60",
          "--vocabulary-size", "300", "--units", "24", "--projection-dim", "8",
          "--num-sampled", "40", "--filters", "1:4,2:4,3:8", "--max-characters", "16",
-         "--sequence-length", "24", "--epochs", "1", "--logs", str(root / "pretrain"),
+         "--sequence-length", "24", "--epochs", "1", "--dtype", "float32", "--logs", str(root / "pretrain"),
          "--output", str(root / "bilm"), "--export", str(root / "bilm_saved_model"))
     _run("elmo_classifier.py", "--bilm", str(root / "bilm" / "bilm.keras"),
          "--max-train-examples", "200", "--max-tokens", "48", "--epochs", "2",

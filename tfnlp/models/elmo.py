@@ -91,8 +91,9 @@ class ELMoBiLM(keras.Model):
     `next_/previous_word_ids/weights` of `tfnlp.data.elmo_dataset` (use
     `elmo_batch`). The loss is the mean of the two directions' mean
     negative log-likelihood over the weighted (real) targets, and
-    `forward_perplexity` / `backward_perplexity` are reported (exact under
-    `evaluate`). `compile()` without arguments uses Adam (learning rate
+    `forward_perplexity` / `backward_perplexity` are reported: exact under
+    `evaluate`, those of the sampled softmax (lower, not comparable) while
+    `fit` trains with `num_sampled`. `compile()` without arguments uses Adam (learning rate
     1e-3, gradients clipped to global norm 10; bilm-tf used Adagrad).
 
     Args:
