@@ -54,17 +54,21 @@ def character_batches(texts, max_tokens, max_characters, batch_size):
 
 
 def pooled_layers(bilm, texts, args):
-    """Mean over each review's real tokens of every biLM layer: float32 `(N, L + 1, 2P)`."""
+    """Mean over each review's real tokens of every biLM layer: float32 `(N, L + 1, 2P)`.
+
+    Also returns the number of real tokens read.
+    """
 
     @tf.function(input_signature=[tf.TensorSpec([None, None, bilm.max_characters], tf.int32)])
     def pool(ids):
         outputs = bilm(ids, training=False)
         mask = tf.cast(outputs["padding_mask"], tf.float32)[:, None, :, None]
         layers_ = tf.cast(outputs["layers"], tf.float32)
-        return tf.reduce_sum(layers_ * mask, axis=2) / tf.reduce_sum(mask, axis=2)
+        return tf.reduce_sum(layers_ * mask, axis=2) / tf.reduce_sum(mask, axis=2), tf.reduce_sum(mask)
 
     batches = character_batches(texts, args.max_tokens, bilm.max_characters, args.batch_size)
-    return np.concatenate([pool(ids).numpy() for ids in batches])
+    pooled, tokens = zip(*[pool(ids) for ids in batches], strict=True)
+    return np.concatenate([p.numpy() for p in pooled]), int(sum(float(t) for t in tokens))
 
 
 def head(num_layers, width, args):
@@ -110,7 +114,8 @@ def main(argv=None):
     keras.utils.set_random_seed(args.seed)
     os.makedirs(args.logs, exist_ok=True)
 
-    bilm = keras.saving.load_model(args.bilm, safe_mode=True)
+    # compile=False: the pretraining optimizer has no place in the task model.
+    bilm = keras.saving.load_model(args.bilm, safe_mode=True, compile=False)
     splits = {
         "train": datasets.read_fine_food_reviews("train")[: args.max_train_examples],
         "validation": datasets.read_fine_food_reviews("validation"),
@@ -118,9 +123,10 @@ def main(argv=None):
     }
     labels = {k: np.array([y for _, y in v]) for k, v in splits.items()}
     feature_start = time.time()
-    features = {k: pooled_layers(bilm, [t for t, _ in v], args) for k, v in splits.items()}
-    tokens = sum(min(len(data.split_words(tf.constant([t]))[0]) + 2, args.max_tokens)
-                 for v in splits.values() for t, _ in v)
+    features, tokens = {}, 0
+    for name, split in splits.items():
+        features[name], count = pooled_layers(bilm, [t for t, _ in split], args)
+        tokens += count
     feature_seconds = time.time() - feature_start
 
     result = {}

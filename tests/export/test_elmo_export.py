@@ -129,3 +129,17 @@ def test_bad_arguments_are_refused(exported, tmp_path):
             export.export_elmo(embedder, str(tmp_path), max_tokens=max_tokens)
     with pytest.raises(ValueError, match="`version`"):
         export.export_elmo(embedder, str(tmp_path), version=0)
+
+
+def test_the_saved_model_holds_only_what_the_vectors_need(tmp_path):
+    """Not the word softmax (gigabytes at ELMo's size), not a trained biLM's optimizer."""
+    bilm = _tiny_bilm()
+    bilm.compile()
+    bilm.optimizer.build(bilm.trainable_variables)
+    path = export.export_elmo(bilm, str(tmp_path))
+    shapes = tf.train.load_checkpoint(f"{path}/variables/variables").get_variable_to_shape_map()
+    values = {k: s for k, s in shapes.items() if k.endswith("VARIABLE_VALUE")}
+    needed = bilm.count_params() - bilm.word_softmax.count_params()
+    mean_mix = bilm.num_layers + 2  # the served mean: L + 1 zero weights and a scale
+    assert sum(int(np.prod(s)) for s in values.values()) == needed + mean_mix
+    assert not [k for k in values if "optimizer" in k or "word_softmax" in k]

@@ -181,3 +181,28 @@ def test_float32_under_mixed_precision():
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         WordSoftmax(**kwargs)
+
+
+def test_candidate_probabilities_stay_exact_for_elmo_sized_vocabularies():
+    vocabulary_size = 793_471
+    layer = WordSoftmax(vocabulary_size, num_sampled=8192)
+    ids = np.array([0, 1, 10, 1000, 100_000, 500_000, vocabulary_size - 1])
+    exact = np.log1p(1.0 / (ids + 1.0)) / np.log(vocabulary_size + 1.0)
+    np.testing.assert_allclose(layer.log_uniform_probabilities(ids).numpy(), exact, rtol=1e-6)
+    draws = layer.sample_candidates().numpy()
+    assert draws.min() >= 0 and draws.max() < vocabulary_size
+    assert (draws > 100_000).any()  # the tail is reachable
+
+
+def test_full_softmax_is_float32_under_mixed_precision():
+    layer = WordSoftmax(40, dtype="mixed_bfloat16")
+    hidden = np.random.default_rng(3).normal(size=(2, 5, 8)).astype("float32")
+    # bfloat16-representable inputs (a bf16 model's hidden states are): what is
+    # checked is that the projection itself is not rounded to bfloat16.
+    hidden = tf.cast(tf.cast(hidden, tf.bfloat16), tf.float32).numpy()
+    targets = np.random.default_rng(4).integers(0, 40, (2, 5)).astype("int32")
+    nll = layer(hidden, targets).numpy()
+    logits = hidden.astype("float64") @ layer.kernel.numpy().T.astype("float64") + layer.bias.numpy()
+    log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) - logits.max(-1, keepdims=True)
+    expected = -np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+    np.testing.assert_allclose(nll, expected, atol=1e-5)

@@ -293,3 +293,36 @@ def test_an_empty_batch_gives_empty_outputs():
     embedder = models.ELMoEmbedder(_bilm())
     outputs = embedder(tf.zeros((0, 5, 12), tf.int32))
     assert outputs["elmo"].shape == (0, 5, 2 * P) and outputs["layers"].shape == (0, 3, 5, 2 * P)
+
+
+def test_a_frozen_bilm_runs_without_dropout_while_the_task_trains():
+    bilm = _bilm(dropout=0.5)
+    frozen = models.ELMoEmbedder(bilm)
+    assert_allclose(frozen(_ids(), training=True)["layers"], frozen(_ids(), training=False)["layers"], atol=0.0)
+    tuned = models.ELMoEmbedder(_bilm(dropout=0.5), trainable_bilm=True)
+    assert not np.allclose(tuned(_ids(), training=True)["layers"], tuned(_ids(), training=False)["layers"])
+
+
+def test_an_empty_word_inside_a_sentence_keeps_both_directions_causal():
+    bilm = _bilm()
+    sentence = ["<S>", "a", "", "b", "</S>"]
+    changed = ["<S>", "Zebra", "", "b", "</S>"]
+    mask = bilm(_ids([sentence]))["padding_mask"].numpy()
+    np.testing.assert_array_equal(mask, [[1, 1, 1, 1, 1]])  # interior "" is a token
+    before, after = bilm(_ids([sentence]))["layers"].numpy(), bilm(_ids([changed]))["layers"].numpy()
+    np.testing.assert_array_equal(after[0, 1:, 2:, P:], before[0, 1:, 2:, P:])  # backward after "a"
+    np.testing.assert_array_equal(after[0, 1:, :1, :P], before[0, 1:, :1, :P])  # forward before it
+
+
+def test_the_embedder_config_leaves_the_bilm_optimizer_out(tmp_path):
+    vocabulary, dataset = _corpus()
+    bilm = _bilm(word_vocabulary_size=len(vocabulary))
+    bilm.compile()
+    bilm.fit(dataset, epochs=1, verbose=0)
+    path = os.path.join(tmp_path, "bilm.keras")
+    bilm.save(path)
+    embedder = models.ELMoEmbedder(keras.saving.load_model(path, compile=False))
+    assert "compile_config" not in embedder.get_config()["bilm"]
+    embedder.save(os.path.join(tmp_path, "embedder.keras"))
+    restored = keras.saving.load_model(os.path.join(tmp_path, "embedder.keras"), safe_mode=True)
+    assert_allclose(restored(_ids()), embedder(_ids()), atol=0.0)

@@ -1,5 +1,6 @@
 """ELMo -> SavedModel that turns raw text into contextual word vectors."""
 
+import keras
 import tensorflow as tf
 
 from tfnlp.data.elmo import BOS
@@ -8,6 +9,7 @@ from tfnlp.data.elmo import character_ids
 from tfnlp.data.elmo import split_words
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
+from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.models.elmo import ELMoBiLM
 from tfnlp.models.elmo import ELMoEmbedder
 
@@ -63,8 +65,24 @@ class ELMoServingModule(tf.Module):
             raise ValueError(
                 f"`max_tokens` must leave room for one word besides <S> and </S>, got {max_tokens}."
             )
-        self.model = model
-        self.is_embedder = isinstance(model, ELMoEmbedder)
+        # Serve a graph of the layers the vectors need, and nothing else: not
+        # the word softmax (V x P, gigabytes at ELMo's size) and not an
+        # optimizer that a trained biLM may carry.
+        mix = model.scalar_mix if isinstance(model, ELMoEmbedder) else ScalarMix(name="mean")
+        character_ids = keras.Input((None, bilm.max_characters), dtype="int32")
+        outputs = bilm.representations(character_ids, use_dropout=False)
+        padding_mask = outputs["padding_mask"]
+        elmo = mix(outputs["layers"], padding_mask=padding_mask)
+        elmo = keras.ops.cast(elmo, "float32") * keras.ops.cast(padding_mask, "float32")[:, :, None]
+        self.model = keras.Model(
+            character_ids,
+            {
+                "elmo": elmo,
+                "layers": keras.ops.cast(outputs["layers"], "float32"),
+                "padding_mask": padding_mask,
+            },
+            name="elmo_serving_graph",
+        )
         self.max_characters = bilm.max_characters
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -76,17 +94,9 @@ class ELMoServingModule(tf.Module):
         length = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
         padded = tokens.to_tensor("", shape=tf.stack([count, length]))
         ids = character_ids(padded, self.max_characters)
-        # TensorFlow's convolutions mishandle an empty batch (they return the
-        # input's shape), so the model always gets a row: an empty batch runs
-        # on one row of padding, cut off again below.
-        ids = tf.pad(ids, [[0, tf.maximum(1 - count, 0)], [0, 0], [0, 0]])
-        outputs = {k: v[:count] for k, v in self.model(ids, training=False).items()}
+        outputs = self.model(ids, training=False)
         padding_mask = tf.cast(outputs["padding_mask"], tf.int32)
-        layers = tf.cast(outputs["layers"], tf.float32)
-        if self.is_embedder:
-            elmo = tf.cast(outputs["elmo"], tf.float32)
-        else:
-            elmo = tf.reduce_mean(layers, axis=1) * tf.cast(padding_mask, tf.float32)[:, :, None]
+        layers, elmo = outputs["layers"], outputs["elmo"]
         return {"elmo": elmo, "layers": layers, "padding_mask": padding_mask, "words": padded}
 
 

@@ -19,10 +19,12 @@ class WordSoftmax(keras.layers.Layer):
     log(V + 1)` (so the vocabulary must be sorted by decreasing frequency,
     as `tfnlp.data.build_word_vocabulary` does), each logit is corrected by
     `- log(expected count)`, and a candidate equal to a position's own
-    target is removed for that position. This is what bilm-tf trains ELMo
-    with (8192 samples of a 793k-word vocabulary). Otherwise (evaluation,
-    inference, or `num_sampled=None`) the exact full softmax is used, so
-    perplexities are always exact. The draws come from a Keras
+    target is removed for that position. bilm-tf trains ELMo with the same
+    distribution (8192 samples of a 793k-word vocabulary) but draws unique
+    candidates; here they are drawn with replacement (both estimators are
+    consistent). Otherwise (evaluation, inference, or `num_sampled=None`)
+    the exact full softmax is used, in float32 whatever the policy, so
+    perplexities are exact. The draws come from a Keras
     `SeedGenerator` (stateless random ops): reproducible from `seed`, and
     compilable with XLA.
 
@@ -70,8 +72,11 @@ class WordSoftmax(keras.layers.Layer):
 
     def build(self, inputs_shape, target_ids_shape=None):
         hidden_dim = _validation.last_dim("inputs", inputs_shape)
+        # Never auto-cast: rows are gathered first, then cast (cheap), and the
+        # full softmax runs in float32.
         self.kernel = self.add_weight(
-            name="kernel", shape=(self.vocabulary_size, hidden_dim), initializer=self.kernel_initializer
+            name="kernel", shape=(self.vocabulary_size, hidden_dim), initializer=self.kernel_initializer,
+            autocast=False,
         )
         # float32, never auto-cast: added to float32 logits.
         self.bias = self.add_weight(
@@ -81,24 +86,34 @@ class WordSoftmax(keras.layers.Layer):
         self.built = True
 
     def logits(self, inputs):
-        """Full float32 logits `(..., V)`."""
-        flat = tf.cast(tf.reshape(inputs, [-1, self.kernel.shape[1]]), self.compute_dtype)
-        logits = tf.matmul(flat, tf.cast(self.kernel, flat.dtype), transpose_b=True)
-        logits = tf.cast(logits, tf.float32) + self.bias
+        """Full logits `(..., V)`, computed in float32 whatever the policy."""
+        flat = tf.cast(tf.reshape(inputs, [-1, self.kernel.shape[1]]), tf.float32)
+        kernel = tf.convert_to_tensor(self.kernel)
+        logits = tf.matmul(flat, kernel, transpose_b=True) + self.bias
         return tf.reshape(logits, tf.concat([tf.shape(inputs)[:-1], [self.vocabulary_size]], 0))
 
     def log_uniform_probabilities(self, ids):
-        """`P(k)` of the candidate distribution, float32."""
-        k = tf.cast(ids, tf.float32)
-        return (tf.math.log(k + 2.0) - tf.math.log(k + 1.0)) / math.log(self.vocabulary_size + 1.0)
+        """`P(k)` of the candidate distribution, float32.
+
+        Computed as `log1p(1 / (k + 1))` in float64: the difference of two
+        nearly equal logarithms loses most of its digits in float32 for
+        vocabularies of ELMo's size.
+        """
+        k = tf.cast(ids, tf.float64)
+        p = tf.math.log1p(1.0 / (k + 1.0)) / math.log(self.vocabulary_size + 1.0)
+        return tf.cast(p, tf.float32)
 
     def sample_candidates(self):
-        """Draws `num_sampled` candidate ids (int32), advancing the seed."""
+        """Draws `num_sampled` candidate ids (int32, with replacement), advancing the seed.
+
+        Inverse-CDF sampling in float64, so that every id of a large
+        vocabulary can be drawn with its probability.
+        """
         uniform = keras.random.uniform(
-            (self.num_sampled,), dtype="float32", seed=self.seed_generator
+            (self.num_sampled,), dtype="float64", seed=self.seed_generator
         )
-        ids = tf.cast(tf.floor(tf.exp(uniform * math.log(self.vocabulary_size + 1.0))), tf.int32) - 1
-        return tf.clip_by_value(ids, 0, self.vocabulary_size - 1)
+        ids = tf.floor(tf.exp(uniform * math.log(self.vocabulary_size + 1.0))) - 1.0
+        return tf.clip_by_value(tf.cast(ids, tf.int32), 0, self.vocabulary_size - 1)
 
     def sampled_loss(self, inputs, target_ids, candidates):
         """The sampled-softmax NLL for given `candidates` (int32 `(S,)`)."""
@@ -106,13 +121,15 @@ class WordSoftmax(keras.layers.Layer):
         flat = tf.cast(tf.reshape(inputs, [-1, hidden_dim]), self.compute_dtype)  # (N, H)
         targets = tf.reshape(tf.cast(target_ids, tf.int32), [-1])  # (N,)
         candidates = tf.cast(candidates, tf.int32)
-        kernel = tf.cast(self.kernel, flat.dtype)
+        kernel = tf.convert_to_tensor(self.kernel)  # float32: rows are gathered, then cast
         bias = tf.convert_to_tensor(self.bias)
-        true_logits = tf.reduce_sum(
-            tf.cast(flat * tf.gather(kernel, targets), tf.float32), axis=-1
-        ) + tf.gather(bias, targets)  # (N,)
+        true_rows = tf.gather(kernel, targets)  # (N, H)
+        true_logits = tf.reduce_sum(tf.cast(flat, tf.float32) * true_rows, axis=-1) + tf.gather(
+            bias, targets
+        )  # (N,), float32
+        sampled_rows = tf.cast(tf.gather(kernel, candidates), flat.dtype)  # (S, H)
         sampled_logits = tf.cast(
-            tf.matmul(flat, tf.gather(kernel, candidates), transpose_b=True), tf.float32
+            tf.matmul(flat, sampled_rows, transpose_b=True), tf.float32
         ) + tf.gather(bias, candidates)  # (N, S)
         num = tf.cast(tf.size(candidates), tf.float32)  # S: the candidates given
         true_logits -= tf.math.log(num * self.log_uniform_probabilities(targets))

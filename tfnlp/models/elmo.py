@@ -9,6 +9,7 @@ from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
+from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 
 ELMO_PRESETS = {
@@ -60,6 +61,11 @@ def elmo_batch(features):
     return features["character_ids"], {k: features[k] for k in TARGET_KEYS}
 
 
+def _without_compile_config(serialized):
+    """A serialized model without its compile config (optimizer, losses)."""
+    return {k: v for k, v in serialized.items() if k != "compile_config"}
+
+
 def _dtype_config(config):
     config = dict(config)
     if isinstance(config.get("dtype"), dict):
@@ -83,8 +89,9 @@ class ELMoBiLM(keras.Model):
 
     Calling the model gives ELMo's `2L + 1` representations of every token,
     stacked: layer 0 is `[x_k; x_k]`, layer `j` is `[→h_kj; ←h_kj]`, each
-    `2 * projection_dim` wide; padding tokens (all character ids 0) get
-    zeros and never change the vectors of real tokens. `ELMoEmbedder` mixes
+    `2 * projection_dim` wide; trailing padding tokens (all character ids
+    0) get zeros and never change the vectors of real tokens (see
+    `padding_mask`). `ELMoEmbedder` mixes
     them for a downstream task.
 
     Training: `fit` on `(character_ids, targets)` pairs, `targets` the
@@ -202,12 +209,7 @@ class ELMoBiLM(keras.Model):
         character_ids = keras.Input(
             shape=(None, max_characters), dtype="int32", name="character_ids"
         )
-        padding_mask = keras.ops.cast(
-            keras.ops.any(keras.ops.not_equal(character_ids, 0), axis=-1), "int32"
-        )
-        tokens = self.character_cnn(character_ids)  # (B, T, P)
-        layers = self.contextualize(tokens, padding_mask)
-        outputs = {"layers": layers, "padding_mask": padding_mask}
+        outputs = self.representations(character_ids)
         # Used by the loss only, outside the graph: build them now.
         self.word_softmax.build((None, projection_dim))
         self.output_dropout.build((None, 2 * projection_dim))
@@ -233,17 +235,46 @@ class ELMoBiLM(keras.Model):
         self.forward_perplexity = Perplexity(name="forward_perplexity")
         self.backward_perplexity = Perplexity(name="backward_perplexity")
 
-    def contextualize(self, tokens, padding_mask, training=None):
+    @staticmethod
+    def padding_mask(character_ids):
+        """int32 `(B, T)`: 1 up to each row's last real token, 0 after it.
+
+        A token is real when any of its character ids is non-zero. An empty
+        token (all zeros) *inside* a sentence is kept as a token (its vector
+        is zero), so that the backward LM still reads the sentence from its
+        true end; only trailing empty tokens are padding.
+        """
+        real = keras.ops.cast(keras.ops.any(keras.ops.not_equal(character_ids, 0), axis=-1), "int32")
+        from_the_end = keras.ops.flip(keras.ops.cumsum(keras.ops.flip(real, axis=1), axis=1), axis=1)
+        return keras.ops.cast(keras.ops.greater(from_the_end, 0), "int32")
+
+    def representations(self, character_ids, training=None, use_dropout=True):
+        """Character ids -> `{"layers", "padding_mask"}`, the model's outputs.
+
+        With `use_dropout=False` the LSTM-input dropout is left out of the
+        computation altogether (so no outer `training` flag can turn it on):
+        `ELMoEmbedder` builds a frozen biLM's graph this way.
+        """
+        padding_mask = self.padding_mask(character_ids)
+        tokens = self.character_cnn(character_ids)  # (B, T, P)
+        layers = self.contextualize(tokens, padding_mask, training=training, use_dropout=use_dropout)
+        return {"layers": layers, "padding_mask": padding_mask}
+
+    def contextualize(self, tokens, padding_mask, training=None, use_dropout=True):
         """Token vectors `(B, T, P)` -> the stacked layers `(B, L + 1, T, 2P)`.
 
         The LSTM part of the call, exposed so that tests and analyses can
         differentiate with respect to the token vectors.
         """
+
+        def dropout(x):
+            return self.lstm_dropout(x, training=training) if use_dropout else x
+
         layers = [keras.ops.concatenate([tokens, tokens], axis=-1)]
         forward, backward = tokens, tokens
         for i, (f_lstm, b_lstm) in enumerate(zip(self.forward_layers, self.backward_layers, strict=True)):
-            f = f_lstm(self.lstm_dropout(forward, training=training), padding_mask=padding_mask)
-            b = b_lstm(self.lstm_dropout(backward, training=training), padding_mask=padding_mask)
+            f = f_lstm(dropout(forward), padding_mask=padding_mask)
+            b = b_lstm(dropout(backward), padding_mask=padding_mask)
             if self.residual and i > 0:
                 f, b = f + forward, b + backward
             forward, backward = f, b
@@ -251,7 +282,7 @@ class ELMoBiLM(keras.Model):
         return keras.ops.stack(layers, axis=1)
 
     def word_losses(self, layers, targets, training=False):
-        """Per-token NLL of both directions, float32 `(B, T)` each, 0 at weight 0."""
+        """Per-token NLL of both directions (unweighted), float32 `(B, T)` each."""
         top = self.output_dropout(layers[:, -1], training=training)  # (B, T, 2P)
         forward_nll = self.word_softmax(
             top[..., : self.projection_dim], targets["next_word_ids"], training=training
@@ -259,9 +290,7 @@ class ELMoBiLM(keras.Model):
         backward_nll = self.word_softmax(
             top[..., self.projection_dim :], targets["previous_word_ids"], training=training
         )
-        forward_weights = tf.cast(targets["next_word_weights"], tf.float32)
-        backward_weights = tf.cast(targets["previous_word_weights"], tf.float32)
-        return forward_nll * forward_weights, backward_nll * backward_weights
+        return forward_nll, backward_nll
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if not isinstance(y, dict) or any(k not in y for k in TARGET_KEYS):
@@ -274,14 +303,18 @@ class ELMoBiLM(keras.Model):
         backward_weights = tf.cast(y["previous_word_weights"], tf.float32)
         self.forward_perplexity.update_state(forward_nll, sample_weight=forward_weights)
         self.backward_perplexity.update_state(backward_nll, sample_weight=backward_weights)
+        # Each replica divides by the token count of all replicas, so that their
+        # losses (and gradients) add up to exactly the single-device ones.
         loss = 0.5 * (
-            tf.reduce_sum(forward_nll) / tf.maximum(tf.reduce_sum(forward_weights), 1.0)
-            + tf.reduce_sum(backward_nll) / tf.maximum(tf.reduce_sum(backward_weights), 1.0)
+            tf.reduce_sum(forward_nll * forward_weights)
+            / tf.maximum(global_sum(tf.reduce_sum(forward_weights)), 1.0)
+            + tf.reduce_sum(backward_nll * backward_weights)
+            / tf.maximum(global_sum(tf.reduce_sum(backward_weights)), 1.0)
         )
         if self.losses:
-            loss += tf.add_n([tf.cast(l, tf.float32) for l in self.losses])
-        # Keras sums the replicas' losses: each contributes its share.
-        return loss / tf.cast(tf.distribute.get_strategy().num_replicas_in_sync, tf.float32)
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            loss += tf.add_n([tf.cast(l, tf.float32) for l in self.losses]) / replicas
+        return loss
 
     def compile(self, optimizer="auto", **kwargs):
         if optimizer == "auto":
@@ -347,10 +380,17 @@ class ELMoEmbedder(keras.Model):
     Runs an `ELMoBiLM` and mixes its `2L + 1` representations with a
     `ScalarMix` whose weights and scale are learned with the task (Peters
     et al., 2018, eq. 1). With `trainable_bilm=False` (the default, as in
-    the paper) the biLM is frozen: `bilm.trainable` is set to False and it
-    runs in inference mode (no dropout) even while the task trains; only
-    the mix (and what is stacked on top) learns. Note that the biLM's layers
-    are shared with the `bilm` object passed in.
+    the paper) the biLM is frozen: its layers run without dropout even
+    while the task trains, and only the mix (and what is stacked on top)
+    learns. With `trainable_bilm=True` the biLM trains with the task, with
+    its dropout.
+
+    The biLM's layers are shared with the `bilm` object passed in, which is
+    changed: `bilm.trainable` is set to `trainable_bilm`, and its word
+    softmax (unused here) to non-trainable; set them back to pretrain it
+    further. Its compile state (optimizer) is not part of the embedder's
+    config; pass a biLM loaded with `compile=False` to keep a saved
+    embedder free of it.
 
     Args:
         bilm: an `ELMoBiLM` (or its serialized config).
@@ -398,7 +438,10 @@ class ELMoEmbedder(keras.Model):
         character_ids = keras.Input(
             shape=(None, bilm.max_characters), dtype="int32", name="character_ids"
         )
-        outputs = bilm(character_ids, training=None if trainable_bilm else False)
+        if trainable_bilm:
+            outputs = bilm(character_ids)
+        else:  # the biLM's layers without its dropout: no `training` flag reaches it
+            outputs = bilm.representations(character_ids, use_dropout=False)
         layers, padding_mask = outputs["layers"], outputs["padding_mask"]
         mixed = self.mix_dropout(self.scalar_mix(layers, padding_mask=padding_mask))
         mixed = mixed * keras.ops.cast(padding_mask, mixed.dtype)[:, :, None]
@@ -417,7 +460,7 @@ class ELMoEmbedder(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "bilm": keras.saving.serialize_keras_object(self.bilm),
+            "bilm": _without_compile_config(keras.saving.serialize_keras_object(self.bilm)),
             "layer_norm": self.layer_norm,
             "trainable_bilm": self.trainable_bilm,
             "dropout": self.dropout,
