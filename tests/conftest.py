@@ -5,6 +5,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Two logical CPU devices, so that MirroredStrategy has two replicas to split
+# batches over (tests/training/test_distribute.py). Must happen before
+# TensorFlow initialises its devices; ops still default to /cpu:0.
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
+)
 
 
 @pytest.fixture(autouse=True)
@@ -26,3 +34,13 @@ def corpus_vocabulary():
     texts += [t for t, _ in datasets.read_fine_food_reviews("train")[:500]]
     texts += [t for _, t in datasets.read_text_pairs("bible_en_es", "train")[:2000]]
     return data.learn_wordpiece_vocabulary(texts, 4000, progress=False)
+
+
+@pytest.fixture(scope="session")
+def mirrored_strategy():
+    """One MirroredStrategy over the two logical CPUs for the whole session.
+
+    Several MirroredStrategy objects using collective all-reduce in one
+    process can collide on collective keys: tests share this one.
+    """
+    return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])

@@ -11,6 +11,7 @@ from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
+from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
 
 UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
@@ -104,9 +105,8 @@ class UniLM(keras.Model):
         if optimizer == "auto":
             optimizer = bert_adamw(1e-4)
         if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="mean_with_sample_weight"
-            )
+            # The mean over the weighted (masked) positions of all replicas.
+            loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.0)
         if metrics == "auto":
             kwargs.setdefault(
                 "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

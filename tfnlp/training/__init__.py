@@ -2,6 +2,11 @@
 
 from tfnlp.training.callbacks import AttentionImages
 from tfnlp.training.callbacks import attention_weights
+from tfnlp.training.distribute import cluster_size
+from tfnlp.training.distribute import global_sum
+from tfnlp.training.distribute import strategy
+from tfnlp.training.loop import fit
+from tfnlp.training.loop import is_chief
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import bert_adamw
@@ -16,4 +21,9 @@ __all__ = [
     "SmoothedSparseCategoricalCrossentropy",
     "attention_weights",
     "bert_adamw",
+    "cluster_size",
+    "fit",
+    "global_sum",
+    "is_chief",
+    "strategy",
 ]

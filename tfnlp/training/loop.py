@@ -1,0 +1,233 @@
+"""A resumable training loop that works under every `tf.distribute` strategy."""
+
+import shutil
+import sys
+import tempfile
+import time
+
+import keras
+import tensorflow as tf
+
+from tfnlp.layers import _validation
+
+
+def is_chief(strategy):
+    """Whether this process writes checkpoints, exports and summaries.
+
+    True except for the non-chief workers of a multi-worker strategy: the
+    task of type `chief`, or worker 0 when the cluster has no chief, is the
+    chief.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return True
+    cluster = resolver.cluster_spec().as_dict()
+    if "chief" in cluster:
+        return resolver.task_type == "chief"
+    return resolver.task_type == "worker" and int(resolver.task_id or 0) == 0
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when it is a terminal or forced)."""
+
+    def __init__(self, total, start, enabled):
+        self.total, self.start, self.enabled = total, start, enabled
+        self.begin = time.time()
+
+    def update(self, step, logs):
+        if not self.enabled:
+            return
+        done = step - self.start
+        rate = done / max(time.time() - self.begin, 1e-9)
+        width = 30
+        filled = int(width * step / self.total)
+        metrics = " - ".join(f"{k}: {float(v):.4f}" for k, v in sorted(logs.items()))
+        end = "\n" if step == self.total else "\r"
+        sys.stderr.write(
+            f"step {step}/{self.total} [{'=' * filled}{'.' * (width - filled)}] "
+            f"{rate:.2f} steps/s - {metrics}{end}"
+        )
+        sys.stderr.flush()
+
+
+def fit(
+    model,
+    dataset,
+    steps,
+    checkpoint_dir=None,
+    checkpoint_every=100,
+    max_checkpoints=3,
+    log_dir=None,
+    log_every=10,
+    verbose=1,
+):
+    """Trains `model` for `steps` optimizer steps; resumes exactly after a crash.
+
+    Works under the default strategy, `MirroredStrategy`,
+    `MultiWorkerMirroredStrategy` (where Keras 3.15's `model.fit` fails,
+    keras-team/keras#20585) and `TPUStrategy`: the model's own
+    `train_step` (its loss, metrics, optimizer, loss scaling and
+    `jit_compile` setting from `compile`) runs per replica under
+    `strategy.run`, on a distributed iterator over `dataset`.
+
+    Nothing is lost on a crash. Every `checkpoint_every` steps (and at the
+    end) a checkpoint keeps the model's variables (random-seed states
+    included) and the optimizer's (its step counter included). Running the
+    same call again restores the latest checkpoint, skips the batches those
+    steps consumed (so the input position is restored too; skipping reads
+    but does not train on them) and trains the remaining steps: with
+    deterministic ops (`tf.config.experimental.enable_op_determinism()`)
+    and a deterministic pipeline (seeded shuffles, as every tfnlp pipeline
+    has), a run killed at any step ends with the same number of optimizer
+    steps and the same weights as an uninterrupted one
+    (`tests/training/test_loop.py` kills a process with SIGKILL to show it).
+    TensorFlow writes a checkpoint's files first and then replaces the
+    `checkpoint` index file atomically, so a crash while writing leaves the
+    previous checkpoint intact and in use. Only the chief (see `is_chief`)
+    keeps checkpoints and writes summaries; other workers write theirs to a
+    temporary directory that is deleted.
+
+    Args:
+        model: a compiled Keras model, created inside the strategy's
+            `scope()` (the strategy is taken from the model).
+        dataset: a `tf.data.Dataset` of `(x, y[, sample_weight])` batches of
+            the *global* batch size (the strategy splits them), or a
+            function `input_context -> tf.data.Dataset` of per-replica
+            batches (`strategy.distribute_datasets_from_function`). It must
+            yield at least `steps` batches (use `.repeat()`).
+        steps: int, the total number of optimizer steps (counting those of
+            a restored checkpoint).
+        checkpoint_dir: str or None (no checkpoints, no resumption).
+        checkpoint_every: int, steps between checkpoints.
+        max_checkpoints: int, how many recent checkpoints to keep.
+        log_dir: str or None, TensorBoard directory for the per-step
+            scalars (`train/...`).
+        log_every: int, steps between summaries.
+        verbose: 0 (silent) or 1 (progress bar on stderr).
+
+    Returns:
+        dict: `"loss"` (and each metric) -> list of per-step values of the
+        steps run by this call; `"steps"` -> the optimizer steps done in all.
+
+    Example:
+
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> data = tf.data.Dataset.from_tensors((tf.ones((4, 3)), tf.ones((4, 1)))).repeat()
+    >>> history = fit(model, data, steps=5, verbose=0)
+    >>> history["steps"], len(history["loss"])
+    (5, 5)
+    """
+    if not isinstance(model, keras.Model):
+        raise ValueError(f"`model` must be a keras.Model, got {type(model).__name__}.")
+    if getattr(model, "optimizer", None) is None:
+        raise ValueError("`model` must be compiled (with an optimizer) before `fit`.")
+    steps = _validation.positive_int("steps", steps)
+    checkpoint_every = _validation.positive_int("checkpoint_every", checkpoint_every)
+    max_checkpoints = _validation.positive_int("max_checkpoints", max_checkpoints)
+    log_every = _validation.positive_int("log_every", log_every)
+    if verbose not in (0, 1):
+        raise ValueError(f"`verbose` must be 0 or 1, got {verbose!r}.")
+    # The strategy the model was created under (Keras records it; None when
+    # created outside any strategy's scope).
+    created = getattr(model, "_distribute_strategy", None)
+    strategy = created or tf.distribute.get_strategy()
+    if tf.distribute.has_strategy() and tf.distribute.get_strategy() is not created:
+        raise ValueError(
+            "`model` was created outside the active strategy's scope(); create it (and "
+            "compile it) inside `strategy.scope()`."
+        )
+    if not (isinstance(dataset, tf.data.Dataset) or callable(dataset)):
+        raise ValueError(
+            "`dataset` must be a tf.data.Dataset or a function input_context -> "
+            f"tf.data.Dataset, got {type(dataset).__name__}."
+        )
+
+    # Create every variable (layers, metrics, loss trackers, optimizer slots)
+    # now, from the shapes of one batch, as `model.fit` does: none may be
+    # created inside the compiled step.
+    example = dataset if isinstance(dataset, tf.data.Dataset) else dataset(tf.distribute.InputContext())
+    with strategy.scope():
+        model._symbolic_build(data_batch=next(iter(example.take(1))))
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        checkpoint = tf.train.Checkpoint(
+            variables=list(model.variables), optimizer=list(model.optimizer.variables)
+        )
+    chief = is_chief(strategy)
+    manager, scratch = None, None
+    if checkpoint_dir:
+        directory = checkpoint_dir
+        if not chief:  # every worker must save (collectives); only the chief's is kept
+            scratch = tempfile.mkdtemp(prefix="tfnlp_worker_checkpoint_")
+            directory = scratch
+        manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=max_checkpoints)
+        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+    writer = tf.summary.create_file_writer(log_dir) if (log_dir and chief) else None
+
+    # The input position: the batches already consumed are skipped, so a
+    # deterministic pipeline resumes exactly where the checkpoint left it.
+    start = int(model.optimizer.iterations.numpy())
+    if isinstance(dataset, tf.data.Dataset):
+        distributed = strategy.experimental_distribute_dataset(dataset.skip(start))
+    else:
+        distributed = strategy.distribute_datasets_from_function(
+            lambda context: dataset(context).skip(start)
+        )
+    iterator = iter(distributed)
+    train_function = _train_function(model, strategy)
+    history = {}
+    progress = _Progress(steps, start, verbose == 1 and chief)
+    try:
+        for step in range(start + 1, steps + 1):
+            model.reset_metrics()
+            try:
+                train_function(iterator)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                raise ValueError(
+                    f"`dataset` ran out of batches after {step - 1} of {steps} steps; "
+                    "give it at least `steps` batches (e.g. `.repeat()`)."
+                ) from None
+            # Read in cross-replica context: the replicas' metric states are summed.
+            logs = {k: float(v) for k, v in model.get_metrics_result().items()}
+            for name, value in logs.items():
+                history.setdefault(name, []).append(value)
+            if writer is not None and (step % log_every == 0 or step == steps):
+                with writer.as_default(step=step):
+                    for name, value in logs.items():
+                        tf.summary.scalar(f"train/{name}", value)
+                    tf.summary.scalar("train/learning_rate", _learning_rate(model.optimizer))
+            if manager is not None and (step % checkpoint_every == 0 or step == steps):
+                manager.save(checkpoint_number=step)
+            progress.update(step, logs)
+    finally:
+        if writer is not None:
+            writer.flush()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    history["steps"] = int(model.optimizer.iterations.numpy())
+    return history
+
+
+def _train_function(model, strategy):
+    """One optimizer step on the next batch: `model.train_step` on every replica."""
+    # Keras' step is plain Python meant to be traced as is: no autograph
+    # (converting its `if`s into `tf.cond`s breaks the optimizer update).
+    replica_step = model.train_step
+    if model.jit_compile:
+        replica_step = tf.function(replica_step, jit_compile=True, autograph=False)
+
+    @tf.function(autograph=False)
+    def train_function(iterator):
+        strategy.run(replica_step, args=(next(iterator),))
+
+    return train_function
+
+
+def _learning_rate(optimizer):
+    rate = optimizer.learning_rate
+    return float(rate(optimizer.iterations) if callable(rate) else rate)
+
+
