@@ -59,6 +59,7 @@ def fit(
     max_checkpoints=3,
     log_dir=None,
     log_every=10,
+    callbacks=None,
     verbose=1,
 ):
     """Trains `model` for `steps` optimizer steps; resumes exactly after a crash.
@@ -103,6 +104,9 @@ def fit(
         log_dir: str or None, TensorBoard directory for the per-step
             scalars (`train/...`).
         log_every: int, steps between summaries.
+        callbacks: optional list of `keras.callbacks.Callback`; they get
+            `on_train_begin`, `on_train_batch_end(step, logs)` (the global
+            optimizer step, from 1) and `on_train_end`.
         verbose: 0 (silent) or 1 (progress bar on stderr).
 
     Returns:
@@ -178,6 +182,12 @@ def fit(
         )
     iterator = iter(distributed)
     train_function = _train_function(model, strategy)
+    callbacks = list(callbacks or [])
+    for callback in callbacks:
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise ValueError(f"`callbacks` must hold keras.callbacks.Callback objects, got {callback!r}.")
+        callback.set_model(model)
+        callback.on_train_begin()
     history = {}
     progress = _Progress(steps, start, verbose == 1 and chief)
     try:
@@ -201,12 +211,16 @@ def fit(
                     tf.summary.scalar("train/learning_rate", _learning_rate(model.optimizer))
             if manager is not None and (step % checkpoint_every == 0 or step == steps):
                 manager.save(checkpoint_number=step)
+            for callback in callbacks:
+                callback.on_train_batch_end(step, logs)
             progress.update(step, logs)
     finally:
         if writer is not None:
             writer.flush()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+    for callback in callbacks:
+        callback.on_train_end(logs=None)
     history["steps"] = int(model.optimizer.iterations.numpy())
     return history
 

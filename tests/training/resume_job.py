@@ -1,0 +1,57 @@
+"""A training job for the crash/resume and multi-worker tests (run as a script).
+
+    python -m tests.training.resume_job FAMILY STEPS CHECKPOINT_DIR RESULT.npz [--per-replica]
+
+Deterministic ops, fixed seeds and a shuffling input pipeline whose position
+`training.fit` must restore. Dropout is on, so the random-seed states must be
+restored too. Writes the final weights and the history to RESULT.npz; prints
+`step N` lines as it goes (the test kills it mid-run).
+"""
+
+import os
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tests.training import families  # noqa: E402
+from tfnlp import training  # noqa: E402
+
+
+def main(family, steps, checkpoint_dir, result_path, per_replica=False):
+    tf.config.experimental.enable_op_determinism()
+    strategy = training.strategy()
+    keras.utils.set_random_seed(11)
+    with strategy.scope():
+        model = families.model(family, dropout=0.1)
+    # A shuffled, repeating pipeline: resuming must find the same position.
+    dataset = families.batches(family, count=6).shuffle(6, seed=5)
+    if per_replica:  # each worker reads its half of every global batch
+
+        def dataset_fn(context):
+            half = families.BATCH // context.num_input_pipelines
+            start = context.input_pipeline_id * half
+            return dataset.map(lambda *batch: tf.nest.map_structure(lambda t: t[start : start + half], batch))
+
+        source = dataset_fn
+    else:
+        source = dataset
+
+    class Report(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            print(f"step {batch}", flush=True)
+
+    history = training.fit(model, source, steps=steps, checkpoint_dir=checkpoint_dir,
+                           checkpoint_every=2, log_dir=os.path.join(checkpoint_dir, "logs"),
+                           log_every=1, verbose=0, callbacks=[Report()])
+    if training.is_chief(strategy):
+        np.savez(result_path, steps=history["steps"], loss=np.array(history.get("loss", [])),
+                 **{f"w{i}": w.numpy() for i, w in enumerate(model.weights)})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], "--per-replica" in sys.argv)
