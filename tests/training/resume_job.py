@@ -1,6 +1,7 @@
 """A training job for the crash/resume and multi-worker tests (run as a script).
 
-    python -m tests.training.resume_job FAMILY STEPS CHECKPOINT_DIR RESULT.npz [--per-replica]
+    python -m tests.training.resume_job FAMILY STEPS CHECKPOINT_DIR RESULT.npz \
+        [--per-replica] [--no-dropout]
 
 Deterministic ops, fixed seeds and a shuffling input pipeline whose position
 `training.fit` must restore. Dropout is on, so the random-seed states must be
@@ -22,12 +23,12 @@ from tests.training import families  # noqa: E402
 from tfnlp import training  # noqa: E402
 
 
-def main(family, steps, checkpoint_dir, result_path, per_replica=False):
+def main(family, steps, checkpoint_dir, result_path, per_replica=False, dropout=0.1):
     tf.config.experimental.enable_op_determinism()
     strategy = training.strategy()
     keras.utils.set_random_seed(11)
     with strategy.scope():
-        model = families.model(family, dropout=0.1)
+        model = families.model(family, dropout=dropout)
     # A shuffled, repeating pipeline: resuming must find the same position.
     dataset = families.batches(family, count=6).shuffle(6, seed=5)
     if per_replica:  # each worker reads its half of every global batch
@@ -54,4 +55,5 @@ def main(family, steps, checkpoint_dir, result_path, per_replica=False):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], "--per-replica" in sys.argv)
+    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], "--per-replica" in sys.argv,
+         0.0 if "--no-dropout" in sys.argv else 0.1)

@@ -241,7 +241,11 @@ def _train_function(model, strategy):
 
 
 def _learning_rate(optimizer):
+    # Keras evaluates a schedule at the current step; the value may be a
+    # distributed variable, hence the conversion.
     rate = optimizer.learning_rate
-    return float(rate(optimizer.iterations) if callable(rate) else rate)
+    if callable(rate):
+        rate = rate(optimizer.iterations)
+    return float(tf.convert_to_tensor(rate))
 
 

@@ -1,0 +1,71 @@
+"""Two MultiWorkerMirroredStrategy processes on 127.0.0.1 == one process."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STEPS = 4
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _job(family, directory, result, env):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.training.resume_job", family, str(STEPS), str(directory),
+         str(result), "--per-replica", "--no-dropout"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _load(path):
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+@pytest.mark.parametrize("family", ["transformer_classifier", "elmo"])
+def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, tmp_path):
+    single = _job(family, tmp_path / "single", tmp_path / "single.npz",
+                  {k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+    _, errors = single.communicate(timeout=300)
+    assert single.returncode == 0, errors[-3000:]
+
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    jobs = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(config))
+        jobs.append(_job(family, tmp_path / f"worker{index}", tmp_path / f"worker{index}.npz", env))
+    try:
+        for job in jobs:
+            _, errors = job.communicate(timeout=300)
+            assert job.returncode == 0, errors[-3000:]
+    finally:
+        for job in jobs:
+            job.kill()
+
+    expected, chief = _load(tmp_path / "single.npz"), _load(tmp_path / "worker0.npz")
+    assert int(chief["steps"]) == int(expected["steps"]) == STEPS
+    np.testing.assert_allclose(chief["loss"], expected["loss"], rtol=1e-5, atol=1e-6)
+    for key in (k for k in expected if k.startswith("w")):
+        np.testing.assert_allclose(chief[key], expected[key], atol=1e-5, err_msg=key)
+    # Worker 0 is the chief: it alone keeps checkpoints, summaries and results.
+    assert list((tmp_path / "worker0").glob("ckpt-*.index"))
+    assert list((tmp_path / "worker0" / "logs").glob("events.out.tfevents.*"))
+    assert not (tmp_path / "worker1.npz").exists()
+    assert not list((tmp_path / "worker1").glob("**/ckpt-*")) if (tmp_path / "worker1").exists() else True
+    assert not list((tmp_path / "worker1").glob("**/events.out.tfevents.*"))
