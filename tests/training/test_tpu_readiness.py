@@ -1,6 +1,5 @@
 """TPU readiness without a TPU: XLA-compiled training steps and static int32 pipelines."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
