@@ -78,27 +78,27 @@ def batches(family, count=3, seed=0):
     return tf.data.Dataset.from_tensor_slices(stacked).repeat()
 
 
-def model(family, dropout=0.0, **compile_kwargs):
+def model(family, dropout=0.0, dtype=None, **compile_kwargs):
     """A compiled tiny model of `family` (create it inside a strategy's scope)."""
     if family in ("bert_pretrainer", "bert_classifier"):
         backbone = models.BertBackbone(VOCABULARY, num_layers=1, num_heads=2, hidden_dim=16,
-                                       dropout=dropout, max_sequence_length=LENGTH)
+                                       dropout=dropout, max_sequence_length=LENGTH, dtype=dtype)
         built = (models.BertPretrainer(backbone) if family == "bert_pretrainer"
                  else models.BertClassifier(backbone, num_classes=3, dropout=dropout))
     elif family == "transformer_classifier":
         built = models.TransformerClassifier(VOCABULARY, 3, num_layers=1, num_heads=2, hidden_dim=16,
-                                             dropout=dropout)
+                                             dropout=dropout, dtype=dtype)
     elif family == "seq2seq":
         built = models.TransformerSeq2Seq(VOCABULARY, num_encoder_layers=1, num_decoder_layers=1,
-                                          hidden_dim=16, num_heads=2, dropout=dropout)
+                                          hidden_dim=16, num_heads=2, dropout=dropout, dtype=dtype)
     elif family == "unilm":
         backbone = models.UniLMBackbone(VOCABULARY, num_layers=1, num_heads=2, hidden_dim=16,
-                                        dropout=dropout, max_sequence_length=LENGTH)
+                                        dropout=dropout, max_sequence_length=LENGTH, dtype=dtype)
         built = models.UniLM(backbone)
     elif family == "elmo":
         built = models.ELMoBiLM(VOCABULARY, num_layers=2, units=16, projection_dim=8,
                                 filters=((1, 4), (2, 4)), num_highway_layers=1, max_characters=12,
-                                num_sampled=10, dropout=dropout)
+                                num_sampled=10, dropout=dropout, dtype=dtype)
     else:
         raise ValueError(family)
     built.compile(**compile_kwargs)

@@ -7,6 +7,7 @@ from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.optimizers import bert_adamw
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
+from tfnlp.training.optimizers import with_loss_scaling
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -65,6 +66,7 @@ class BertClassifier(keras.Model):
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         if metrics == "auto":
             metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def get_config(self):

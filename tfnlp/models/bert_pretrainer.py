@@ -6,6 +6,7 @@ from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.optimizers import bert_adamw
+from tfnlp.training.optimizers import with_loss_scaling
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -94,6 +95,7 @@ class BertPretrainer(keras.Model):
                 "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
                 "nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             }
+        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics, **kwargs)
 
     def get_config(self):

@@ -11,6 +11,7 @@ from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
+from tfnlp.training.optimizers import with_loss_scaling
 
 ELMO_PRESETS = {
     # Trains on a CPU in minutes (benchmarks/README.md has its speed).
@@ -323,6 +324,7 @@ class ELMoBiLM(keras.Model):
             if kwargs.get(name) not in (None, "auto"):
                 raise ValueError(f"ELMoBiLM computes its own loss and metrics; do not pass `{name}`.")
             kwargs.pop(name, None)
+        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, **kwargs)
 
     def compile_from_config(self, config):

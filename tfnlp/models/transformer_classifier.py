@@ -9,6 +9,7 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.training.optimizers import bert_adamw
+from tfnlp.training.optimizers import with_loss_scaling
 
 POOLINGS = ("mean", "first")
 ACTIVATIONS = (None, "softmax")
@@ -182,6 +183,7 @@ class TransformerClassifier(keras.Model):
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None)
         if metrics == "auto":
             metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def get_config(self):

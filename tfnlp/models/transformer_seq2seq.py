@@ -16,6 +16,7 @@ from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
+from tfnlp.training.optimizers import with_loss_scaling
 
 # "Attention Is All You Need", table 3 (base and big), and a size that trains here.
 TRANSFORMER_PRESETS = {
@@ -425,6 +426,7 @@ class TransformerSeq2Seq(keras.Model):
                 "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
             )
             metrics = None
+        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     @classmethod

@@ -13,6 +13,7 @@ from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
+from tfnlp.training.optimizers import with_loss_scaling
 
 UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
 
@@ -112,6 +113,7 @@ class UniLM(keras.Model):
                 "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
             )
             metrics = None
+        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     # --- Scoring ---

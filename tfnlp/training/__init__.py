@@ -10,6 +10,7 @@ from tfnlp.training.loop import is_chief
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import bert_adamw
+from tfnlp.training.optimizers import with_loss_scaling
 from tfnlp.training.schedules import InverseSquareRootDecay
 from tfnlp.training.schedules import LinearWarmupLinearDecay
 
@@ -26,4 +27,5 @@ __all__ = [
     "global_sum",
     "is_chief",
     "strategy",
+    "with_loss_scaling",
 ]
