@@ -1,0 +1,57 @@
+"""Models trained under a mixed-precision policy serve float32 results."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
+
+from tfnlp import data, export, models
+
+TEXTS = ["The cat sat on the mat.", "", "great food, would buy again"]
+
+
+def _same_weights(make, policy):
+    reference, mixed = make(None), make(policy)
+    mixed.set_weights(reference.get_weights())
+    return reference, mixed
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_classifier_and_backbone_exports_serve_float32(policy, corpus_vocabulary, tmp_path):
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
+    reference, mixed = _same_weights(
+        lambda dtype: models.TransformerClassifier(len(corpus_vocabulary), 2, num_layers=1,
+                                                   num_heads=2, hidden_dim=16, dtype=dtype),
+        policy,
+    )
+    path = export.export_classifier(mixed, preprocessor, str(tmp_path / "classifier"), ["a", "b"])
+    served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
+    assert served["probabilities"].dtype == tf.float32
+    expected = tf.nn.softmax(reference(preprocessor(tf.constant(TEXTS))))
+    np.testing.assert_allclose(served["probabilities"], expected, atol=0.03)
+
+    reference, mixed = _same_weights(
+        lambda dtype: models.BertBackbone(len(corpus_vocabulary), 1, 2, 16, max_sequence_length=16,
+                                          dtype=dtype),
+        policy,
+    )
+    path = export.export_backbone(mixed, preprocessor, str(tmp_path / "backbone"))
+    served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
+    for name, value in served.items():
+        if value.dtype.is_floating:
+            assert value.dtype == tf.float32, name
+            assert np.all(np.isfinite(value.numpy())), name
+    expected = reference(preprocessor(tf.constant(TEXTS)))["pooled_output"]
+    np.testing.assert_allclose(served["pooled_output"], expected, atol=0.05)
+
+
+def test_seq2seq_export_serves_float32_scores(corpus_vocabulary, tmp_path):
+    tokenizer = data.WordPieceTokenizer(corpus_vocabulary)
+    model = models.TransformerSeq2Seq(len(corpus_vocabulary), num_encoder_layers=1,
+                                      num_decoder_layers=1, hidden_dim=16, num_heads=2,
+                                      dtype="mixed_float16")
+    path = export.export_seq2seq(model, tokenizer, tokenizer, str(tmp_path / "translate"),
+                                 source_length=12, max_length=6, beam_size=2)
+    served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
+    assert served["scores"].dtype == tf.float32 and np.all(np.isfinite(served["scores"].numpy()))
+    assert served["token_ids"].dtype == tf.int32
