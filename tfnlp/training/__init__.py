@@ -1,7 +1,8 @@
-"""Training utilities: learning-rate schedules, losses, metrics and callbacks."""
+"""Training utilities: learning-rate schedules, losses, metrics, callbacks and TensorBoard."""
 
 from tfnlp.training.callbacks import AttentionImages
 from tfnlp.training.callbacks import attention_weights
+from tfnlp.training.callbacks import write_embedding_projector
 from tfnlp.training.distribute import cluster_size
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.distribute import strategy
@@ -28,4 +29,5 @@ __all__ = [
     "is_chief",
     "strategy",
     "with_loss_scaling",
+    "write_embedding_projector",
 ]

@@ -61,6 +61,8 @@ def fit(
     log_every=10,
     callbacks=None,
     verbose=1,
+    histogram_every=None,
+    profile_steps=None,
 ):
     """Trains `model` for `steps` optimizer steps; resumes exactly after a crash.
 
@@ -103,11 +105,25 @@ def fit(
         max_checkpoints: int, how many recent checkpoints to keep.
         log_dir: str or None, TensorBoard directory for the per-step
             scalars (`train/...`).
-        log_every: int, steps between summaries.
+        log_every: int, steps between summaries (and at the last step).
         callbacks: optional list of `keras.callbacks.Callback`; they get
             `on_train_begin`, `on_train_batch_end(step, logs)` (the global
-            optimizer step, from 1) and `on_train_end`.
+            optimizer step, from 1) and `on_train_end`; `AttentionImages`
+            writes at the end, or every `every_n_steps` steps.
         verbose: 0 (silent) or 1 (progress bar on stderr).
+        histogram_every: None (no histograms) or int: every that many steps
+            (and at the last step) a `tf.summary.histogram` of every
+            trainable weight goes to `log_dir`, tagged with the variable's
+            path (e.g. `bert_backbone/token_embedding/embeddings`). Needs
+            `log_dir`.
+        profile_steps: None or a `(start, stop)` pair of global optimizer
+            steps, `1 <= start <= stop`: the TensorFlow profiler
+            (`tf.profiler.experimental`) traces steps `start` to `stop`
+            (both included; a resumed run traces the part of the range it
+            runs) and writes the trace under `log_dir/plugins/profile/`
+            for TensorBoard's Profile tab. Step 1 also traces the
+            compilation of the step function: start later to see the
+            steady state. Needs `log_dir`.
 
     Returns:
         dict: `"loss"` (and each metric) -> list of per-step values of the
@@ -132,6 +148,11 @@ def fit(
     log_every = _validation.positive_int("log_every", log_every)
     if verbose not in (0, 1):
         raise ValueError(f"`verbose` must be 0 or 1, got {verbose!r}.")
+    histogram_every = _validation.positive_int("histogram_every", histogram_every, allow_none=True)
+    profile_steps = _profile_range(profile_steps)
+    for name, value in (("histogram_every", histogram_every), ("profile_steps", profile_steps)):
+        if value is not None and not log_dir:
+            raise ValueError(f"`{name}` needs `log_dir` (where the summaries and traces go).")
     # The strategy the model was created under (Keras records it; None when
     # created outside any strategy's scope).
     created = getattr(model, "_distribute_strategy", None)
@@ -190,8 +211,13 @@ def fit(
         callback.on_train_begin()
     history = {}
     progress = _Progress(steps, start, verbose == 1 and chief)
+    profile_from, profile_to = profile_steps if (profile_steps and chief) else (0, -1)
+    profiling = False
     try:
         for step in range(start + 1, steps + 1):
+            if not profiling and profile_from <= step <= profile_to:
+                tf.profiler.experimental.start(log_dir)
+                profiling = True
             model.reset_metrics()
             try:
                 train_function(iterator)
@@ -209,12 +235,21 @@ def fit(
                     for name, value in logs.items():
                         tf.summary.scalar(f"train/{name}", value)
                     tf.summary.scalar("train/learning_rate", _learning_rate(model.optimizer))
+            if writer is not None and histogram_every and (step % histogram_every == 0 or step == steps):
+                with writer.as_default(step=step):
+                    for variable in model.trainable_variables:
+                        tf.summary.histogram(variable.path, tf.convert_to_tensor(variable))
             if manager is not None and (step % checkpoint_every == 0 or step == steps):
                 manager.save(checkpoint_number=step)
             for callback in callbacks:
                 callback.on_train_batch_end(step, logs)
             progress.update(step, logs)
+            if profiling and step >= profile_to:
+                profiling = False
+                tf.profiler.experimental.stop()
     finally:
+        if profiling:
+            tf.profiler.experimental.stop()
         if writer is not None:
             writer.flush()
         if scratch is not None:
@@ -238,6 +273,22 @@ def _train_function(model, strategy):
         strategy.run(replica_step, args=(next(iterator),))
 
     return train_function
+
+
+def _profile_range(profile_steps):
+    """Checks `profile_steps`: None or a `(start, stop)` pair, `1 <= start <= stop`."""
+    if profile_steps is None:
+        return None
+    message = f"`profile_steps` must be None or a (start, stop) pair of steps, 1 <= start <= stop, got {profile_steps!r}."
+    try:
+        first, last = profile_steps
+        first = _validation.positive_int("profile_steps", first)
+        last = _validation.positive_int("profile_steps", last)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if last < first:
+        raise ValueError(message)
+    return first, last
 
 
 def _learning_rate(optimizer):

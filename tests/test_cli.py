@@ -1,0 +1,130 @@
+"""The `tfnlp` command line: validation up front, and a real pipeline end to end."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tfnlp import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = "\n".join([
+    "It is a truth universally acknowledged.", "A single man must be in want of a wife.", "",
+    "Emma Woodhouse, handsome, clever, and rich.", "She had lived nearly twenty-one years.",
+    "The whale swam on.", "", "Call me Ishmael.", "Some years ago I went to sea.",
+] * 20)
+
+
+def _error(capsys, argv):
+    with pytest.raises(SystemExit) as raised:
+        cli.main(argv)
+    assert raised.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["vocab"], ["pretrain", "bert"], ["pretrain", "unilm"],
+                                     ["pretrain", "elmo"], ["finetune"], ["export"]])
+def test_help_documents_every_setting(command):
+    parser = cli.build_parser()
+    subparser = parser
+    for word in command:
+        subparser = next(a for a in subparser._actions if hasattr(a, "choices") and a.choices
+                         and word in a.choices).choices[word]
+    text = subparser.format_help()
+    schema = cli._schema(type("Args", (), {"command": command[0], "model_name": command[-1]})())
+    for name, (_, _default, description, _) in schema.items():
+        assert "--" + name.replace("_", "-") in text, name
+        assert description.split()[0] in text, name
+
+
+def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"steps": 10, "batch_sise": 8}))
+    message = _error(capsys, ["pretrain", "bert", "--config", str(config), "--output", str(tmp_path)])
+    assert "batch_sise" in message and "allowed" in message
+    config.write_text(json.dumps({"steps": "ten"}))
+    assert "`steps` must be int" in _error(capsys, ["pretrain", "elmo", "--config", str(config),
+                                                   "--output", str(tmp_path)])
+    config.write_text(json.dumps({"jit_compile": "yes"}))
+    assert "`jit_compile` must be bool" in _error(capsys, ["finetune", "--config", str(config),
+                                                          "--pretrained", "x", "--output", "y"])
+    config.write_text("[1, 2]")
+    assert "mapping" in _error(capsys, ["export", "--config", str(config)])
+    config.write_text("{not json")
+    assert "not valid JSON" in _error(capsys, ["export", "--config", str(config)])
+    assert "`output` is required" in _error(capsys, ["pretrain", "elmo"])
+    assert "`profile`" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--profile", "5"])
+    assert "`steps` must be positive" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--steps", "0"])
+    assert "invalid int value" in _error(capsys, ["pretrain", "elmo", "--steps", "many"])
+    assert "invalid choice" in _error(capsys, ["pretrain", "elmo", "--dtype", "float8"])
+    assert not (tmp_path / "config.json.out").exists()
+
+
+def test_yaml_config_and_flags_override_it(tmp_path):
+    pytest.importorskip("yaml")
+    config = tmp_path / "settings.yaml"
+    config.write_text("steps: 40\nbatch_size: 12\ndtype: mixed_bfloat16\n")
+    args = cli.build_parser().parse_args(["pretrain", "unilm", "--config", str(config), "--steps", "7",
+                                          "--output", "o"])
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "model_name", "config")}
+    settings = cli.resolve(cli._schema(args), cli.load_config(str(config)), flags)
+    assert settings["steps"] == 7 and settings["batch_size"] == 12
+    assert settings["dtype"] == "mixed_bfloat16" and settings["preset"] == "bert_tiny"
+
+
+def _tfnlp(*argv, stdin=None):
+    done = subprocess.run([sys.executable, "-m", "tfnlp.cli", *argv], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_console_script_is_installed():
+    script = pathlib.Path(sys.executable).parent / "tfnlp"
+    assert script.exists(), "reinstall tfnlp (pip install -e .) to get the console script"
+
+
+def test_vocab_pretrain_resume_finetune_export_generate(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS, encoding="utf-8")
+    out = _tfnlp("vocab", "--corpus", str(corpus), "--size", "300", "--output", str(tmp_path / "v.txt"))
+    assert "tokens written" in out and (tmp_path / "v.txt").read_text().startswith("[PAD]")
+
+    bert = tmp_path / "bert"
+    common = ["--corpus", str(corpus), "--vocabulary", str(tmp_path / "v.txt"), "--sequence-length", "32",
+              "--max-predictions", "4", "--batch-size", "8", "--checkpoint-every", "2",
+              "--log-every", "1", "--output", str(bert)]
+    out = _tfnlp("pretrain", "bert", "--steps", "3", *common)
+    assert "3 steps done" in out
+    out = _tfnlp("pretrain", "bert", "--steps", "5", *common)  # resumes from the step-3 checkpoint
+    assert "5 steps done" in out
+    assert json.loads((bert / "config.json").read_text())["kind"] == "bert"
+    assert (bert / "model.keras").exists() and list((bert / "logs").glob("events.out.tfevents.*"))
+    assert (bert / "logs" / "projector" / "projector_config.pbtxt").exists()
+
+    reviews = tmp_path / "reviews"
+    out = _tfnlp("finetune", "--pretrained", str(bert), "--output", str(reviews), "--steps", "2",
+                 "--batch-size", "8", "--sequence-length", "32")
+    assert "test accuracy" in out
+    _tfnlp("export", "--model", str(reviews), "--output", str(tmp_path / "served"))
+    lines = _tfnlp("generate", "--saved-model", str(tmp_path / "served" / "1"),
+                   stdin="great coffee, will buy again\nstale and bitter\n").strip().split("\n")
+    assert len(lines) == 2 and all(line.split("\t")[0] in ("other", "great") for line in lines)
+
+
+def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS, encoding="utf-8")
+    out = _tfnlp("pretrain", "elmo", "--corpus", str(corpus), "--steps", "2", "--batch-size", "4",
+                 "--sequence-length", "12", "--output", str(tmp_path / "elmo"))
+    assert "2 steps done" in out and (tmp_path / "elmo" / "words.txt").exists()
+    _tfnlp("export", "--model", str(tmp_path / "elmo"), "--output", str(tmp_path / "elmo_served"))
+    line = _tfnlp("generate", "--saved-model", str(tmp_path / "elmo_served" / "1"), "--text", "Call me")
+    assert json.loads(line)["outputs"]["elmo"][-1] == 256  # 2 x the elmo_small projection
+    out = _tfnlp("pretrain", "unilm", "--corpus", str(corpus), "--vocabulary-size", "200", "--steps", "2",
+                 "--batch-size", "6", "--sequence-length", "32", "--output", str(tmp_path / "unilm"))
+    assert "2 steps done" in out
+    assert os.path.exists(tmp_path / "unilm" / "model.keras")

@@ -1,0 +1,235 @@
+"""The `tfnlp` command line: vocabularies, pretraining, fine-tuning, export, generation.
+
+    tfnlp vocab --corpus en_novels --size 8000 --output vocab.txt
+    tfnlp pretrain bert --corpus en_novels --steps 2000 --output runs/bert
+    tfnlp pretrain elmo --config elmo.yaml --steps 5000
+    tfnlp finetune --pretrained runs/bert --output runs/reviews
+    tfnlp export --model runs/reviews --output saved_models/reviews
+    tfnlp generate --saved-model saved_models/translate/1 --text "In the beginning"
+
+Every training command takes its settings from a JSON (or, when PyYAML is
+installed, YAML) file given with `--config`, overridden by flags. The whole
+configuration is checked before anything runs: an unknown key or a value of
+the wrong type stops the command with a message naming it. Training runs
+`tfnlp.training.fit` under the strategy chosen by `--strategy` (`auto`:
+TPU, multi-worker from `TF_CONFIG`, several GPUs, or none), checkpoints to
+`OUTPUT/checkpoints` and resumes from there when the same command is run
+again, and logs to TensorBoard in `OUTPUT/logs`. The resolved configuration
+is written to `OUTPUT/config.json`, which `export` reads.
+"""
+
+import argparse
+import json
+import sys
+
+CORPUS_HELP = (
+    "a bundled corpus (en_novels, zh_poems, fine_food_reviews) or a UTF-8 text file: one "
+    "sentence per line, documents separated by blank lines"
+)
+
+# Settings shared by the training commands: name -> (type, default, help, choices).
+TRAINING = {
+    "output": (str, None, "output directory (checkpoints, logs, model, config.json)", None),
+    "steps": (int, 1000, "optimizer steps in all (a resumed run counts the restored ones)", None),
+    "batch_size": (int, 32, "global batch size", None),
+    "learning_rate": (float, 1e-3, "peak learning rate", None),
+    "checkpoint_every": (int, 200, "steps between checkpoints", None),
+    "log_every": (int, 20, "steps between TensorBoard scalars", None),
+    "histogram_every": (int, 0, "steps between weight histograms (0: none)", None),
+    "profile": (str, "", "profile these steps to TensorBoard, e.g. '10:15' (empty: no profile)", None),
+    "dtype": (str, "float32", "dtype policy", ("float32", "mixed_bfloat16", "mixed_float16")),
+    "jit_compile": (bool, False, "compile the training step with XLA", None),
+    "strategy": (str, "auto", "tf.distribute strategy", ("auto", "default", "mirrored", "multi_worker", "tpu")),
+    "seed": (int, 0, "random seed", None),
+}
+PRETRAIN = {
+    "bert": {
+        "corpus": (str, "en_novels", CORPUS_HELP, None),
+        "vocabulary": (str, "", "WordPiece vocabulary file (empty: learn one from the corpus)", None),
+        "vocabulary_size": (int, 8000, "size of a learned vocabulary", None),
+        "preset": (str, "bert_tiny", "model size", ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base")),
+        "sequence_length": (int, 128, "tokens per example", None),
+        "max_predictions": (int, 20, "masked positions per example", None),
+        "learning_rate": (float, 5e-4, "peak learning rate (linear warm-up and decay)", None),
+    },
+    "elmo": {
+        "corpus": (str, "en_novels", CORPUS_HELP, None),
+        "vocabulary_size": (int, 20000, "output words (the softmax); inputs are characters", None),
+        "preset": (str, "elmo_small", "model size", ("elmo_small", "elmo_original")),
+        "sequence_length": (int, 40, "tokens per sentence, <S> and </S> included", None),
+        "max_characters": (int, 50, "characters per word", None),
+    },
+}
+PRETRAIN["unilm"] = dict(PRETRAIN["bert"], batch_size=(int, 36, "global batch size (a multiple of 6)", None))
+FINETUNE = {
+    "pretrained": (str, None, "a `tfnlp pretrain bert` output directory", None),
+    "sequence_length": (int, 128, "tokens per review", None),
+    "learning_rate": (float, 1e-4, "peak learning rate", None),
+    "steps": (int, 500, "optimizer steps in all", None),
+}
+VOCAB = {
+    "corpus": (str, None, CORPUS_HELP, None),
+    "kind": (str, "wordpiece", "WordPiece (BERT, UniLM) or words (ELMo's softmax)", ("wordpiece", "words")),
+    "size": (int, 8000, "vocabulary size", None),
+    "output": (str, None, "file to write, one token per line", None),
+}
+EXPORT = {
+    "model": (str, None, "a `tfnlp pretrain` or `tfnlp finetune` output directory", None),
+    "output": (str, None, "SavedModel directory (a version subdirectory is added)", None),
+    "version": (int, 1, "version subdirectory", None),
+}
+
+
+class ConfigError(ValueError):
+    """A configuration the command cannot run with (unknown key, wrong type)."""
+
+
+def _check_value(name, value, kind, choices):
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    else:
+        ok = isinstance(value, kind) and not isinstance(value, bool)
+    if not ok:
+        raise ConfigError(f"`{name}` must be {kind.__name__}, got {value!r}.")
+    if choices and value not in choices:
+        raise ConfigError(f"`{name}` must be one of {choices}, got {value!r}.")
+    if kind in (int, float) and value < 0:
+        raise ConfigError(f"`{name}` must not be negative, got {value!r}.")
+    return value
+
+
+def load_config(path):
+    """A JSON or YAML (needs PyYAML) mapping from `path`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as error:
+        raise ConfigError(f"cannot read `--config` {path!r}: {error}") from None
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigError("YAML configs need PyYAML (`pip install pyyaml`); or use JSON.") from None
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"`--config` {path!r} is not valid YAML: {error}") from None
+    else:
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"`--config` {path!r} is not valid JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"`--config` {path!r} must hold a mapping of settings, got {type(config).__name__}.")
+    return config
+
+
+def resolve(schema, config, flags):
+    """Defaults < config file < flags, every value checked against `schema`."""
+    unknown = sorted(set(config) - set(schema))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {unknown}; allowed: {sorted(schema)}.")
+    values = {}
+    for name, (kind, default, _, choices) in schema.items():
+        value = flags.get(name)
+        if value is None:
+            value = config.get(name, default)
+        if value is None:
+            raise ConfigError(f"`{name}` is required (flag --{name.replace('_', '-')} or in --config).")
+        values[name] = _check_value(name, value, kind, choices)
+    return values
+
+
+def _add_options(parser, schema):
+    parser.add_argument("--config", help="JSON or YAML file of settings (flags override it)")
+    for name, (kind, default, text, choices) in schema.items():
+        flag = "--" + name.replace("_", "-")
+        shown = "required" if default is None else f"default: {default!r}"
+        if kind is bool:
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
+                                help=f"{text} ({shown})")
+        else:
+            parser.add_argument(flag, dest=name, type=kind, choices=choices, default=None,
+                                help=f"{text} ({shown})")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="tfnlp", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    vocab = commands.add_parser("vocab", help="learn a vocabulary from a corpus")
+    _add_options(vocab, VOCAB)
+
+    pretrain = commands.add_parser("pretrain", help="pretrain BERT, UniLM or ELMo")
+    models_ = pretrain.add_subparsers(dest="model_name", required=True)
+    for name, schema in PRETRAIN.items():
+        _add_options(models_.add_parser(name, help=f"pretrain {name}"), {**TRAINING, **schema})
+
+    finetune = commands.add_parser("finetune", help="fine-tune a pretrained BERT on the bundled reviews")
+    _add_options(finetune, {**TRAINING, **FINETUNE})
+
+    export = commands.add_parser("export", help="write a raw-text SavedModel (TF Serving layout)")
+    _add_options(export, EXPORT)
+
+    generate = commands.add_parser("generate", help="run a SavedModel on text lines")
+    generate.add_argument("--saved-model", required=True, help="a SavedModel version directory")
+    generate.add_argument("--text", action="append", help="input text (repeatable; default: stdin lines)")
+    return parser
+
+
+def _schema(args):
+    if args.command == "pretrain":
+        return {**TRAINING, **PRETRAIN[args.model_name]}
+    return {"vocab": VOCAB, "finetune": {**TRAINING, **FINETUNE}, "export": EXPORT}[args.command]
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "generate":
+        return _generate(args)
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "model_name", "config")}
+    schema = _schema(args)
+    try:
+        config = load_config(args.config) if args.config else {}
+        settings = resolve(schema, config, flags)
+        if args.command in ("pretrain", "finetune"):
+            _check_training(settings)
+    except ConfigError as error:
+        parser.error(str(error))  # exits with status 2
+    from tfnlp import _commands  # TensorFlow is imported only once the config is valid
+
+    command = {"vocab": _commands.vocab, "finetune": _commands.finetune, "export": _commands.export}
+    if args.command == "pretrain":
+        return _commands.pretrain(args.model_name, settings)
+    return command[args.command](settings)
+
+
+def _check_training(settings):
+    if settings["profile"]:
+        try:
+            start, stop = (int(part) for part in settings["profile"].split(":"))
+        except ValueError:
+            raise ConfigError(f"`profile` must look like 'START:STOP', got {settings['profile']!r}.") from None
+        if not 0 < start <= stop:
+            raise ConfigError(f"`profile` needs 0 < START <= STOP, got {settings['profile']!r}.")
+    for name in ("steps", "batch_size", "checkpoint_every", "log_every"):
+        if name in settings and settings[name] <= 0:
+            raise ConfigError(f"`{name}` must be positive, got {settings[name]}.")
+
+
+def _generate(args):
+    from tfnlp import _commands
+
+    texts = args.text if args.text else [line.rstrip("\n") for line in sys.stdin]
+    for line in _commands.generate(args.saved_model, texts):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
