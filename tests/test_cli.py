@@ -104,6 +104,7 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path):
     assert json.loads((bert / "config.json").read_text())["kind"] == "bert"
     assert (bert / "model.keras").exists() and list((bert / "logs").glob("events.out.tfevents.*"))
     assert (bert / "logs" / "projector" / "projector_config.pbtxt").exists()
+    assert list((bert / "logs" / "attention").glob("events.out.tfevents.*"))  # attention images
 
     reviews = tmp_path / "reviews"
     out = _tfnlp("finetune", "--pretrained", str(bert), "--output", str(reviews), "--steps", "2",

@@ -164,7 +164,10 @@ def pretrain(model_name, settings):
         embedding_layer, projector_vocabulary = backbone.token_embedding, vocabulary
     if training.is_chief(strategy):
         _write_lines(vocabulary_path, vocabulary)
-    history = _fit(model, dataset, settings, paths)
+    callbacks = []
+    if model_name != "elmo":  # attention images (ELMo has no attention)
+        callbacks.append(_attention_images(backbone, tokenizer, settings, paths, documents[0][0]))
+    history = _fit(model, dataset, settings, paths, callbacks)
     if training.is_chief(strategy):
         model.save(paths["model"])
         training.write_embedding_projector(
@@ -173,6 +176,14 @@ def pretrain(model_name, settings):
     _save_config(paths, model_name, settings, strategy, {"vocabulary": os.path.basename(vocabulary_path)})
     _report(history, paths)
     return 0
+
+
+def _attention_images(backbone, tokenizer, settings, paths, probe):
+    """Every layer's attention over a probe sentence, at each checkpoint."""
+    return training.AttentionImages(
+        backbone, data.BertPreprocessor(tokenizer, settings["sequence_length"]), probe,
+        paths["logs"], every_n_steps=settings["checkpoint_every"],
+    )
 
 
 def _report(history, paths):
@@ -214,7 +225,9 @@ def finetune(settings):
         )
         model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
     _write_lines(os.path.join(settings["output"], "vocab.txt"), vocabulary)
-    history = _fit(model, dataset, settings, paths)
+    probe = "Great coffee, fresh and strong; I would buy it again."
+    history = _fit(model, dataset, settings, paths,
+                   [_attention_images(pretrainer.backbone, preprocessor.tokenizer, settings, paths, probe)])
     test = data.classification_dataset(
         datasets.load_fine_food_reviews("test"), preprocessor, settings["batch_size"], drop_remainder=False
     )
