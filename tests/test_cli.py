@@ -129,3 +129,7 @@ def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path):
                  "--batch-size", "6", "--sequence-length", "32", "--output", str(tmp_path / "unilm"))
     assert "2 steps done" in out
     assert os.path.exists(tmp_path / "unilm" / "model.keras")
+    _tfnlp("export", "--model", str(tmp_path / "unilm"), "--output", str(tmp_path / "unilm_served"))
+    lines = _tfnlp("generate", "--saved-model", str(tmp_path / "unilm_served" / "1"),
+                   "--text", "Call me", "--text", "").split("\n")
+    assert len(lines) == 3 and lines[-1] == ""  # two outputs (any text: 2 training steps)

@@ -24,9 +24,9 @@ def _free_ports(count):
     return ports
 
 
-def _job(family, directory, result, env):
+def _job(family, directory, result, env, steps=STEPS):
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.training.resume_job", family, str(STEPS), str(directory),
+        [sys.executable, "-m", "tests.training.resume_job", family, str(steps), str(directory),
          str(result), "--per-replica", "--no-dropout"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
@@ -67,5 +67,23 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, tm
     assert list((tmp_path / "worker0").glob("ckpt-*.index"))
     assert list((tmp_path / "worker0" / "logs").glob("events.out.tfevents.*"))
     assert not (tmp_path / "worker1.npz").exists()
-    assert not list((tmp_path / "worker1").glob("**/ckpt-*")) if (tmp_path / "worker1").exists() else True
     assert not list((tmp_path / "worker1").glob("**/events.out.tfevents.*"))
+    assert not list((tmp_path / "worker1").glob("**/ckpt-*"))  # its scratch copies are gone
+
+    if family != "transformer_classifier":
+        return
+    # Resuming without a shared checkpoint directory: worker 1 finds nothing
+    # to restore while the chief finds step 4. Both refuse, naming the cause.
+    jobs = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(config))
+        jobs.append(_job(family, tmp_path / f"worker{index}", tmp_path / f"again{index}.npz", env,
+                         steps=STEPS + 2))
+    try:
+        for job in jobs:
+            _, errors = job.communicate(timeout=300)
+            assert job.returncode != 0 and "shared file system" in errors, errors[-2000:]
+    finally:
+        for job in jobs:
+            job.kill()

@@ -83,7 +83,7 @@ def fit(
     and a deterministic pipeline (seeded shuffles, as every tfnlp pipeline
     has), a run killed at any step ends with the same number of optimizer
     steps and the same weights as an uninterrupted one
-    (`tests/training/test_loop.py` kills a process with SIGKILL to show it).
+    (`tests/training/test_resume.py` kills a process with SIGKILL to show it).
     TensorFlow writes a checkpoint's files first and then replaces the
     `checkpoint` index file atomically, so a crash while writing leaves the
     previous checkpoint intact and in use. Only the chief (see `is_chief`)
@@ -127,7 +127,10 @@ def fit(
 
     Returns:
         dict: `"loss"` (and each metric) -> list of per-step values of the
-        steps run by this call; `"steps"` -> the optimizer steps done in all.
+        steps run by this call; `"steps"` -> the training steps (batches)
+        done in all. (Under `mixed_float16` the optimizer's own `iterations`
+        can be lower: a `LossScaleOptimizer` skips steps whose gradients
+        overflow.)
 
     Example:
 
@@ -176,8 +179,13 @@ def fit(
         model._symbolic_build(data_batch=next(iter(example.take(1))))
         if not model.optimizer.built:
             model.optimizer.build(model.trainable_variables)
+        # Batches trained so far: the loop's own counter, not the optimizer's
+        # `iterations`, which a LossScaleOptimizer does not advance on the
+        # steps it skips for non-finite gradients.
+        done = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfnlp_fit_step",
+                           aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
         checkpoint = tf.train.Checkpoint(
-            variables=list(model.variables), optimizer=list(model.optimizer.variables)
+            variables=list(model.variables), optimizer=list(model.optimizer.variables), step=done
         )
     chief = is_chief(strategy)
     manager, scratch = None, None
@@ -192,15 +200,23 @@ def fit(
             checkpoint.restore(latest).assert_existing_objects_matched()
     writer = tf.summary.create_file_writer(log_dir) if (log_dir and chief) else None
 
+    start = int(done.numpy())
+    _check_workers_agree(strategy, start)
+    if start > steps:
+        raise ValueError(
+            f"The checkpoint in {checkpoint_dir!r} is at step {start}, beyond `steps` ({steps})."
+        )
     # The input position: the batches already consumed are skipped, so a
     # deterministic pipeline resumes exactly where the checkpoint left it.
-    start = int(model.optimizer.iterations.numpy())
-    if isinstance(dataset, tf.data.Dataset):
+    if isinstance(dataset, tf.data.Dataset):  # global batches
         distributed = strategy.experimental_distribute_dataset(dataset.skip(start))
-    else:
-        distributed = strategy.distribute_datasets_from_function(
-            lambda context: dataset(context).skip(start)
-        )
+    else:  # each pipeline feeds its replicas one batch each per step
+
+        def per_pipeline(context):
+            per_step = context.num_replicas_in_sync // context.num_input_pipelines
+            return dataset(context).skip(start * per_step)
+
+        distributed = strategy.distribute_datasets_from_function(per_pipeline)
     iterator = iter(distributed)
     train_function = _train_function(model, strategy)
     callbacks = list(callbacks or [])
@@ -239,6 +255,7 @@ def fit(
                 with writer.as_default(step=step):
                     for variable in model.trainable_variables:
                         tf.summary.histogram(variable.path, tf.convert_to_tensor(variable))
+            done.assign(step)
             if manager is not None and (step % checkpoint_every == 0 or step == steps):
                 manager.save(checkpoint_number=step)
             for callback in callbacks:
@@ -256,8 +273,24 @@ def fit(
             shutil.rmtree(scratch, ignore_errors=True)
     for callback in callbacks:
         callback.on_train_end(logs=None)
-    history["steps"] = int(model.optimizer.iterations.numpy())
+    history["steps"] = int(done.numpy())
     return history
+
+
+def _check_workers_agree(strategy, step):
+    """Multi-worker: every worker must have restored the same checkpoint."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return
+    local = tf.constant(float(step))
+    total = strategy.reduce(
+        tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(local)), axis=None
+    )
+    if float(total) != float(step) * strategy.num_replicas_in_sync:
+        raise ValueError(
+            f"This worker restored step {step} but the others did not: every worker must read "
+            "the same `checkpoint_dir` (a shared file system)."
+        )
 
 
 def _train_function(model, strategy):
