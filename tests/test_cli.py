@@ -37,10 +37,11 @@ def test_help_documents_every_setting(command):
     schema = cli._schema(type("Args", (), {"command": command[0], "model_name": command[-1]})())
     for name, (_, _default, description, _) in schema.items():
         assert "--" + name.replace("_", "-") in text, name
-        assert description.split()[0] in text, name
+        assert " ".join(description.split()[:3]) in " ".join(text.split()), name
 
 
-def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path, capsys):
+def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative outputs ("o") would land here
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"steps": 10, "batch_sise": 8}))
     message = _error(capsys, ["pretrain", "bert", "--config", str(config), "--output", str(tmp_path)])
@@ -60,19 +61,32 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     assert "`steps` must be positive" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--steps", "0"])
     assert "invalid int value" in _error(capsys, ["pretrain", "elmo", "--steps", "many"])
     assert "invalid choice" in _error(capsys, ["pretrain", "elmo", "--dtype", "float8"])
-    assert not (tmp_path / "config.json.out").exists()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n", encoding="utf-8")
+    assert "`corpus`" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--corpus", "missing.txt"])
+    assert "`vocabulary`" in _error(capsys, ["pretrain", "bert", "--output", "o", "--corpus", str(corpus),
+                                             "--vocabulary", "missing.txt"])
+    assert "multiple of 6" in _error(capsys, ["pretrain", "unilm", "--output", "o", "--batch-size", "8"])
+    assert "finite" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--learning-rate", "nan"])
+    assert "`sequence_length` must be positive" in _error(
+        capsys, ["pretrain", "elmo", "--output", "o", "--sequence-length", "0"])
+    assert "`pretrained`" in _error(capsys, ["finetune", "--pretrained", str(tmp_path / "none"), "--output", "o"])
+    assert "STOP <= steps" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--steps", "5",
+                                              "--profile", "3:9"])
+    assert not (tmp_path / "o").exists()  # nothing was started
 
 
 def test_yaml_config_and_flags_override_it(tmp_path):
     pytest.importorskip("yaml")
     config = tmp_path / "settings.yaml"
-    config.write_text("steps: 40\nbatch_size: 12\ndtype: mixed_bfloat16\n")
+    config.write_text("steps: 40\nbatch_size: 12\ndtype: mixed_bfloat16\nlearning_rate: 1e-3\n")
     args = cli.build_parser().parse_args(["pretrain", "unilm", "--config", str(config), "--steps", "7",
                                           "--output", "o"])
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "model_name", "config")}
     settings = cli.resolve(cli._schema(args), cli.load_config(str(config)), flags)
     assert settings["steps"] == 7 and settings["batch_size"] == 12
     assert settings["dtype"] == "mixed_bfloat16" and settings["preset"] == "bert_tiny"
+    assert settings["learning_rate"] == 1e-3  # YAML 1.1 reads 1e-3 as text; accepted as a number
 
 
 def _tfnlp(*argv, stdin=None):

@@ -224,7 +224,8 @@ def finetune(settings):
             settings["learning_rate"], max(1, settings["steps"] // 10), settings["steps"]
         )
         model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
-    _write_lines(os.path.join(settings["output"], "vocab.txt"), vocabulary)
+    if training.is_chief(strategy):
+        _write_lines(os.path.join(settings["output"], "vocab.txt"), vocabulary)
     probe = "Great coffee, fresh and strong; I would buy it again."
     history = _fit(model, dataset, settings, paths,
                    [_attention_images(pretrainer.backbone, preprocessor.tokenizer, settings, paths, probe)])

@@ -9,8 +9,9 @@
 
 Every training command takes its settings from a JSON (or, when PyYAML is
 installed, YAML) file given with `--config`, overridden by flags. The whole
-configuration is checked before anything runs: an unknown key or a value of
-the wrong type stops the command with a message naming it. Training runs
+configuration is checked before any data is read or model built: an
+unknown key, a value of the wrong type or range, or a missing file stops the
+command (exit status 2) with a message naming it. Training runs
 `tfnlp.training.fit` under the strategy chosen by `--strategy` (`auto`:
 TPU, multi-worker from `TF_CONFIG`, several GPUs, or none), checkpoints to
 `OUTPUT/checkpoints` and resumes from there when the same command is run
@@ -20,8 +21,11 @@ is written to `OUTPUT/config.json`, which `export` reads.
 
 import argparse
 import json
+import math
+import os
 import sys
 
+BUNDLED_CORPORA = ("en_novels", "zh_poems", "fine_food_reviews")
 CORPUS_HELP = (
     "a bundled corpus (en_novels, zh_poems, fine_food_reviews) or a UTF-8 text file: one "
     "sentence per line, documents separated by blank lines"
@@ -85,6 +89,11 @@ class ConfigError(ValueError):
 
 
 def _check_value(name, value, kind, choices):
+    if kind is float and isinstance(value, str):  # YAML 1.1 reads 1e-3 as text
+        try:
+            value = float(value)
+        except ValueError:
+            pass
     if kind is bool:
         ok = isinstance(value, bool)
     elif kind is float:
@@ -96,6 +105,8 @@ def _check_value(name, value, kind, choices):
         raise ConfigError(f"`{name}` must be {kind.__name__}, got {value!r}.")
     if choices and value not in choices:
         raise ConfigError(f"`{name}` must be one of {choices}, got {value!r}.")
+    if kind is float and not math.isfinite(value):
+        raise ConfigError(f"`{name}` must be a finite number, got {value!r}.")
     if kind in (int, float) and value < 0:
         raise ConfigError(f"`{name}` must not be negative, got {value!r}.")
     return value
@@ -198,6 +209,7 @@ def main(argv=None):
         settings = resolve(schema, config, flags)
         if args.command in ("pretrain", "finetune"):
             _check_training(settings)
+        _check_settings(getattr(args, "model_name", None) or args.command, settings)
     except ConfigError as error:
         parser.error(str(error))  # exits with status 2
     from tfnlp import _commands  # TensorFlow is imported only once the config is valid
@@ -208,14 +220,42 @@ def main(argv=None):
     return command[args.command](settings)
 
 
+# Settings that may be 0 (all other numbers must be positive).
+MAY_BE_ZERO = ("histogram_every", "seed")
+
+
+def _check_settings(command, settings):
+    """Everything that can be checked before data is read or a model is built."""
+    for name, value in settings.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if value <= 0 and name not in MAY_BE_ZERO:
+                raise ConfigError(f"`{name}` must be positive, got {value}.")
+    corpus = settings.get("corpus")
+    if corpus and corpus not in BUNDLED_CORPORA and not os.path.isfile(corpus):
+        raise ConfigError(f"`corpus` {corpus!r} is neither a bundled corpus {BUNDLED_CORPORA} nor a file.")
+    if settings.get("vocabulary") and not os.path.isfile(settings["vocabulary"]):
+        raise ConfigError(f"`vocabulary` {settings['vocabulary']!r} is not a file.")
+    for name in ("pretrained", "model"):
+        if name in settings and not os.path.isfile(os.path.join(settings[name], "config.json")):
+            raise ConfigError(f"`{name}` {settings[name]!r} is not a tfnlp output directory (no config.json).")
+    if command == "unilm" and settings["batch_size"] % 6:
+        raise ConfigError(
+            "`batch_size` must be a multiple of 6 for UniLM (the four objectives in every batch), "
+            f"got {settings['batch_size']}."
+        )
+
+
 def _check_training(settings):
     if settings["profile"]:
         try:
             start, stop = (int(part) for part in settings["profile"].split(":"))
         except ValueError:
             raise ConfigError(f"`profile` must look like 'START:STOP', got {settings['profile']!r}.") from None
-        if not 0 < start <= stop:
-            raise ConfigError(f"`profile` needs 0 < START <= STOP, got {settings['profile']!r}.")
+        if not 0 < start <= stop <= settings["steps"]:
+            raise ConfigError(
+                f"`profile` needs 0 < START <= STOP <= steps ({settings['steps']}), "
+                f"got {settings['profile']!r}."
+            )
     for name in ("steps", "batch_size", "checkpoint_every", "log_every"):
         if name in settings and settings[name] <= 0:
             raise ConfigError(f"`{name}` must be positive, got {settings[name]}.")

@@ -105,3 +105,15 @@ def test_resuming_a_per_replica_dataset_function_under_mirrored(mirrored, tmp_pa
     np.testing.assert_allclose(resumed_history["loss"], straight_history["loss"][3:], rtol=1e-6)
     for a, b in zip(resumed.weights, straight.weights, strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-7)
+
+
+def test_fit_honours_callbacks_that_stop_training():
+    class StopAtTwo(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 2:
+                self.model.stop_training = True
+
+    model = families.model("transformer_classifier")
+    history = training.fit(model, families.batches("transformer_classifier"), steps=6,
+                           callbacks=[StopAtTwo()], verbose=0)
+    assert history["steps"] == 2 and len(history["loss"]) == 2

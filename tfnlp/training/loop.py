@@ -28,21 +28,26 @@ def is_chief(strategy):
 
 
 class _Progress:
-    """A one-line progress bar on stderr (only when it is a terminal or forced)."""
+    """A progress bar on stderr: redrawn in place on a terminal; otherwise
+    (logs, CI) one line per 5% of the run."""
 
     def __init__(self, total, start, enabled):
         self.total, self.start, self.enabled = total, start, enabled
         self.begin = time.time()
+        self.terminal = sys.stderr.isatty()
+        self.every = max(1, (total - start) // 20)
 
     def update(self, step, logs):
         if not self.enabled:
+            return
+        if not self.terminal and step != self.total and (step - self.start) % self.every:
             return
         done = step - self.start
         rate = done / max(time.time() - self.begin, 1e-9)
         width = 30
         filled = int(width * step / self.total)
         metrics = " - ".join(f"{k}: {float(v):.4f}" for k, v in sorted(logs.items()))
-        end = "\n" if step == self.total else "\r"
+        end = "\n" if (step == self.total or not self.terminal) else "\r"
         sys.stderr.write(
             f"step {step}/{self.total} [{'=' * filled}{'.' * (width - filled)}] "
             f"{rate:.2f} steps/s - {metrics}{end}"
@@ -226,6 +231,7 @@ def fit(
         callback.set_model(model)
         callback.on_train_begin()
     history = {}
+    model.stop_training = False
     progress = _Progress(steps, start, verbose == 1 and chief)
     profile_from, profile_to = profile_steps if (profile_steps and chief) else (0, -1)
     profiling = False
@@ -261,6 +267,8 @@ def fit(
             for callback in callbacks:
                 callback.on_train_batch_end(step, logs)
             progress.update(step, logs)
+            if model.stop_training:  # e.g. keras.callbacks.TerminateOnNaN
+                break
             if profiling and step >= profile_to:
                 profiling = False
                 tf.profiler.experimental.stop()
