@@ -27,7 +27,7 @@ demo: $(STAMP)
 	@echo "SavedModel: saved_models/reviews/1   TensorBoard: tensorboard --logdir runs"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
