@@ -43,11 +43,7 @@ def character_batches(texts, max_tokens, max_characters, batch_size):
     """Raw reviews -> character ids `(B, T, C)` of `<S> words </S>`, in order."""
 
     def encode(text):
-        words = data.split_words(text)[:, : max_tokens - 2]
-        count = words.nrows()
-        tokens = tf.concat([tf.fill([count, 1], data.elmo.BOS), words,
-                            tf.fill([count, 1], data.elmo.EOS)], axis=1)
-        return data.character_ids(tokens.to_tensor(""), max_characters)
+        return data.character_ids(data.sentence_tokens(text, max_tokens).to_tensor(""), max_characters)
 
     dataset = tf.data.Dataset.from_tensor_slices(list(texts)).batch(batch_size)
     return dataset.map(encode).prefetch(tf.data.AUTOTUNE)

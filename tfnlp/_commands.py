@@ -19,8 +19,6 @@ def read_corpus(corpus):
         return datasets.read_documents(corpus, "train")
     if corpus == "fine_food_reviews":
         return [[text] for text, _ in datasets.read_fine_food_reviews("train")]
-    if not os.path.isfile(corpus):
-        raise SystemExit(f"tfnlp: error: `corpus` {corpus!r} is neither a bundled corpus nor a file.")
     with open(corpus, encoding="utf-8", errors="replace") as f:
         blocks = f.read().split("\n\n")
     documents = [[line.strip() for line in block.splitlines() if line.strip()] for block in blocks]
@@ -69,18 +67,12 @@ def _setup(settings):
 
 
 def _fit(model, dataset, settings, paths, callbacks=()):
-    profile = None
-    if settings["profile"]:
-        profile = tuple(int(p) for p in settings["profile"].split(":"))
-    extra = {}
-    if settings["histogram_every"]:
-        extra["histogram_every"] = settings["histogram_every"]
-    if profile:
-        extra["profile_steps"] = profile
+    profile = tuple(int(p) for p in settings["profile"].split(":")) if settings["profile"] else None
     return training.fit(
         model, dataset, steps=settings["steps"], checkpoint_dir=paths["checkpoints"],
         checkpoint_every=settings["checkpoint_every"], log_dir=paths["logs"],
-        log_every=settings["log_every"], callbacks=list(callbacks), verbose=1, **extra,
+        log_every=settings["log_every"], callbacks=list(callbacks), verbose=1,
+        histogram_every=settings["histogram_every"] or None, profile_steps=profile,
     )
 
 
@@ -136,30 +128,19 @@ def pretrain(model_name, settings):
         schedule = training.LinearWarmupLinearDecay(
             settings["learning_rate"], max(1, settings["steps"] // 10), settings["steps"]
         )
+        pipeline, batch, backbone_class, model_class = {
+            "bert": (data.bert_pretraining_dataset, models.pretraining_batch, models.BertBackbone,
+                     models.BertPretrainer),
+            "unilm": (data.unilm_pretraining_dataset, models.unilm_batch, models.UniLMBackbone,
+                      models.UniLM),
+        }[model_name]
+        dataset = pipeline(corpus, tokenizer, **common).map(batch)
         with strategy.scope():
-            if model_name == "bert":
-                dataset = data.bert_pretraining_dataset(corpus, tokenizer, **common).map(
-                    models.pretraining_batch
-                )
-                backbone = models.BertBackbone.from_preset(
-                    settings["preset"], vocabulary_size=len(vocabulary),
-                    max_sequence_length=settings["sequence_length"],
-                )
-                model = models.BertPretrainer(backbone)
-            else:
-                if settings["batch_size"] % 6:
-                    raise SystemExit(
-                        "tfnlp: error: `batch_size` must be a multiple of 6 for UniLM (the four "
-                        f"objectives in every batch), got {settings['batch_size']}."
-                    )
-                dataset = data.unilm_pretraining_dataset(corpus, tokenizer, **common).map(
-                    models.unilm_batch
-                )
-                backbone = models.UniLMBackbone.from_preset(
-                    settings["preset"], vocabulary_size=len(vocabulary),
-                    max_sequence_length=settings["sequence_length"],
-                )
-                model = models.UniLM(backbone)
+            backbone = backbone_class.from_preset(
+                settings["preset"], vocabulary_size=len(vocabulary),
+                max_sequence_length=settings["sequence_length"],
+            )
+            model = model_class(backbone)
             model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
         embedding_layer, projector_vocabulary = backbone.token_embedding, vocabulary
     if training.is_chief(strategy):
@@ -194,10 +175,7 @@ def _report(history, paths):
 
 
 def _pretrained(directory, kinds):
-    path = os.path.join(directory, "config.json")
-    if not os.path.isfile(path):
-        raise SystemExit(f"tfnlp: error: {directory!r} has no config.json: not a tfnlp output directory.")
-    with open(path, encoding="utf-8") as f:
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:  # checked by tfnlp.cli
         config = json.load(f)
     if config.get("kind") not in kinds:
         raise SystemExit(

@@ -207,9 +207,9 @@ def main(argv=None):
     try:
         config = load_config(args.config) if args.config else {}
         settings = resolve(schema, config, flags)
+        _check_settings(getattr(args, "model_name", None) or args.command, settings)
         if args.command in ("pretrain", "finetune"):
             _check_training(settings)
-        _check_settings(getattr(args, "model_name", None) or args.command, settings)
     except ConfigError as error:
         parser.error(str(error))  # exits with status 2
     from tfnlp import _commands  # TensorFlow is imported only once the config is valid
@@ -256,9 +256,6 @@ def _check_training(settings):
                 f"`profile` needs 0 < START <= STOP <= steps ({settings['steps']}), "
                 f"got {settings['profile']!r}."
             )
-    for name in ("steps", "batch_size", "checkpoint_every", "log_every"):
-        if name in settings and settings[name] <= 0:
-            raise ConfigError(f"`{name}` must be positive, got {settings[name]}.")
 
 
 def _generate(args):

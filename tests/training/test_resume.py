@@ -5,7 +5,7 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -31,16 +31,21 @@ def _kill_after(family, checkpoint_dir, result, step):
     """Starts the job and SIGKILLs it as soon as it reports `step` (mid-run, between checkpoints)."""
     process = subprocess.Popen(_command(family, checkpoint_dir, result), cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 300
+    # A watchdog bounds a hung job; reaching EOF without the step fails below.
+    watchdog = threading.Timer(300, process.kill)
+    watchdog.start()
+    reached = False
     try:
         for line in process.stdout:
             if line.strip() == f"step {step}":
                 os.kill(process.pid, signal.SIGKILL)
+                reached = True
                 break
-            assert time.time() < deadline, "the job never reached the step"
     finally:
+        watchdog.cancel()
         process.kill()
         process.wait(timeout=60)
+    assert reached, "the job ended without reporting the step"
     assert process.returncode == -signal.SIGKILL
     assert not result.exists()
 

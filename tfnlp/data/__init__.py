@@ -6,6 +6,7 @@ from tfnlp.data.bert_pretraining import next_sentence_pairs
 from tfnlp.data.elmo import build_word_vocabulary
 from tfnlp.data.elmo import character_ids
 from tfnlp.data.elmo import elmo_dataset
+from tfnlp.data.elmo import sentence_tokens
 from tfnlp.data.elmo import split_words
 from tfnlp.data.pipelines import classification_dataset
 from tfnlp.data.pipelines import encoder_decoder_dataset
@@ -45,5 +46,6 @@ __all__ = [
     "learn_wordpiece_vocabulary",
     "load_vocabulary",
     "save_vocabulary",
+    "sentence_tokens",
     "split_words",
 ]

@@ -39,6 +39,33 @@ def split_words(texts):
     return tf_text.regex_split(texts, _WORD_PATTERN, _KEEP_PATTERN)
 
 
+def sentence_tokens(texts, max_tokens):
+    """Texts -> ELMo's token sequences `<S> w_1 .. w_n </S>`, at most `max_tokens` each.
+
+    Words come from `split_words`; a longer text keeps its first
+    `max_tokens - 2` words. Training (`elmo_dataset`) and serving
+    (`tfnlp.export.export_elmo`) both build sentences this way.
+
+    Args:
+        texts: `tf.string` tensor `(B,)`.
+        max_tokens: int, tokens per text, the two markers included (>= 2).
+
+    Returns:
+        `tf.RaggedTensor` of `tf.string` `(B, None)`.
+
+    Example:
+
+    >>> sentence_tokens(tf.constant(["Hello, world!", ""]), 4).to_list()
+    [[b'<S>', b'Hello', b',', b'</S>'], [b'<S>', b'</S>']]
+    """
+    max_tokens = _validation.positive_int("max_tokens", max_tokens)
+    if max_tokens < 2:
+        raise ValueError(f"`max_tokens` must be at least 2 (<S> and </S>), got {max_tokens}.")
+    words = split_words(texts)[:, : max_tokens - 2]
+    count = words.nrows()
+    return tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
+
+
 def character_ids(words, max_characters=50):
     """Words to ELMo character ids `(..., max_characters)` (0 = padding).
 
@@ -169,9 +196,8 @@ def elmo_dataset(
         texts = texts.shuffle(shuffle_buffer, seed=seed)
 
     def encode(sentences):
-        words = split_words(sentences)[:, : sequence_length - 2]
-        count = words.nrows()
-        tokens = tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
+        tokens = sentence_tokens(sentences, sequence_length)
+        count = tokens.nrows()
         ids = table.lookup(tokens)
         padded_tokens = tokens.to_tensor("", shape=[count, sequence_length])
         word_ids, mask = tf_text.pad_model_inputs(ids, sequence_length)

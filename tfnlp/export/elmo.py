@@ -3,10 +3,8 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.data.elmo import BOS
-from tfnlp.data.elmo import EOS
 from tfnlp.data.elmo import character_ids
-from tfnlp.data.elmo import split_words
+from tfnlp.data.elmo import sentence_tokens
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
 from tfnlp.layers.scalar_mix import ScalarMix
@@ -87,9 +85,8 @@ class ELMoServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):
-        words = split_words(text)[:, : self.max_tokens - 2]
-        count = words.nrows()
-        tokens = tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
+        tokens = sentence_tokens(text, self.max_tokens)
+        count = tokens.nrows()
         # Every text has its two markers; an empty batch gets them too (T >= 2).
         length = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
         padded = tokens.to_tensor("", shape=tf.stack([count, length]))
