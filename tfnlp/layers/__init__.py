@@ -3,6 +3,7 @@
 from tfnlp.layers import masks
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
 from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.highway import Highway
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
@@ -17,6 +18,7 @@ from tfnlp.layers.word_softmax import WordSoftmax
 
 __all__ = [
     "CharCNNEmbedding",
+    "Dropout",
     "ELMO_FILTERS",
     "Highway",
     "MaskedLMHead",

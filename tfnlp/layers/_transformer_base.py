@@ -3,6 +3,7 @@
 import keras
 from tfnlp.layers import _validation
 from tfnlp.layers._keras_masks import without_keras_mask
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -65,7 +66,7 @@ class TransformerBlockBase(keras.layers.Layer):
         )
         attention.build(query_shape, value_shape)
         norm = self._build_norm(f"{name}_norm", query_shape)
-        dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        dropout = Dropout(self.dropout, dtype=self.dtype_policy)
         return attention, norm, dropout
 
     def _build_norm(self, name, shape):
@@ -86,7 +87,7 @@ class TransformerBlockBase(keras.layers.Layer):
         self._output_dense = keras.layers.Dense(hidden_dim, name="output_dense", **self._common())
         self._output_dense.build(tuple(shape[:-1]) + (self.intermediate_dim,))
         self._feedforward_norm = self._build_norm("feedforward_norm", shape)
-        self._feedforward_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self._feedforward_dropout = Dropout(self.dropout, dtype=self.dtype_policy)
 
     def _residual(self, x, sublayer, norm, dropout, training):
         """Post-LN `norm(x + f(x))` or pre-LN `x + f(norm(x))`.

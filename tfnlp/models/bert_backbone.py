@@ -5,6 +5,7 @@ import copy
 import keras
 
 from tfnlp.layers import _validation
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
 
@@ -110,7 +111,7 @@ class BertBackbone(keras.Model):
         self.embeddings_norm = keras.layers.LayerNormalization(
             epsilon=1e-12, dtype=dtype, name="embeddings_norm"
         )
-        self.embeddings_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="embeddings_dropout")
+        self.embeddings_dropout = Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         self.transformer_layers = [
             TransformerBlock(
                 num_heads, intermediate_dim, dropout=dropout, activation="gelu",

@@ -3,6 +3,7 @@
 import keras
 
 from tfnlp.layers import _validation
+from tfnlp.layers.dropout import Dropout
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.optimizers import bert_adamw
@@ -46,7 +47,7 @@ class BertClassifier(keras.Model):
         num_classes = _validation.positive_int("num_classes", num_classes)
         dropout = _validation.rate("dropout", dropout)
         self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(dropout, name="output_dropout")
+        self.output_dropout = Dropout(dropout, name="output_dropout")
         self.output_dense = keras.layers.Dense(
             num_classes, kernel_initializer=bert_kernel_initializer(), dtype="float32", name="logits"
         )

@@ -5,6 +5,7 @@ import keras
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
 from tfnlp.training.optimizers import with_loss_scaling
 
@@ -39,9 +40,9 @@ class BertPretrainer(keras.Model):
     only at `masked_positions`. Next-sentence prediction: `Dense(2)` on the
     pooled output. Both output logits (float32 under mixed precision).
 
-    `compile()` without arguments uses AdamW (weight decay 0.01, not applied
-    to LayerNorm weights and biases), sparse cross-entropy on both heads
-    (weight the masked-LM one with `masked_weights`, see
+    `compile()` without arguments uses tfnlp's fused AdamW (weight decay
+    0.01, not applied to LayerNorm weights and biases), sparse cross-entropy
+    on both heads (weight the masked-LM one with `masked_weights`, see
     `pretraining_batch`), and accuracy metrics `mlm_accuracy` and
     `nsp_accuracy`.
 
@@ -86,9 +87,11 @@ class BertPretrainer(keras.Model):
         if optimizer == "auto":
             optimizer = bert_adamw(1e-4)
         if loss == "auto":
+            # Keras' sparse cross-entropy and reduction (the weighted sum over
+            # the batch's prediction slots), computed by tfnlp's faster kernel.
             loss = {
-                "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                name: SmoothedSparseCategoricalCrossentropy(reduction="sum_over_batch_size")
+                for name in ("mlm", "nsp")
             }
         if weighted_metrics == "auto":
             weighted_metrics = {

@@ -6,6 +6,7 @@ import tensorflow as tf
 from tfnlp.layers import _validation
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
 from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
@@ -198,8 +199,8 @@ class ELMoBiLM(keras.Model):
 
         self.forward_layers = [lstm("forward", i) for i in range(num_layers)]
         self.backward_layers = [lstm("backward", i) for i in range(num_layers)]
-        self.lstm_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="lstm_dropout")
-        self.output_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="output_dropout")
+        self.lstm_dropout = Dropout(dropout, dtype=dtype, name="lstm_dropout")
+        self.output_dropout = Dropout(dropout, dtype=dtype, name="output_dropout")
         self.word_softmax = WordSoftmax(
             word_vocabulary_size, num_sampled=num_sampled, seed=seed, dtype=dtype, name="word_softmax"
         )
@@ -434,7 +435,7 @@ class ELMoEmbedder(keras.Model):
         # === Layers ===
         self.bilm = bilm
         self.scalar_mix = ScalarMix(layer_norm=layer_norm, dtype=dtype, name="scalar_mix")
-        self.mix_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="mix_dropout")
+        self.mix_dropout = Dropout(dropout, dtype=dtype, name="mix_dropout")
 
         # === Functional model ===
         character_ids = keras.Input(

@@ -5,6 +5,7 @@ import math
 import keras
 
 from tfnlp.layers import _validation
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
@@ -125,7 +126,7 @@ class TransformerClassifier(keras.Model):
         )
         self.position_encoding = SinusoidalPositionEncoding(dtype=dtype, name="position_encoding")
         self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
-        self.embeddings_dropout = keras.layers.Dropout(
+        self.embeddings_dropout = Dropout(
             dropout, dtype=dtype, name="embeddings_dropout"
         )
         self.transformer_layers = [
@@ -136,7 +137,7 @@ class TransformerClassifier(keras.Model):
             for i in range(num_layers)
         ]
         # The head runs in float32 whatever the policy.
-        self.output_dropout = keras.layers.Dropout(dropout, dtype="float32", name="output_dropout")
+        self.output_dropout = Dropout(dropout, dtype="float32", name="output_dropout")
         self.output_dense = keras.layers.Dense(
             num_classes, activation=activation, dtype="float32",
             name="logits" if activation is None else "probabilities",

@@ -10,6 +10,7 @@ from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
 from tfnlp.layers import _validation
+from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
@@ -180,8 +181,8 @@ class TransformerSeq2Seq(keras.Model):
         self.position_encoding = SinusoidalPositionEncoding(dtype=dtype, name="position_encoding")
         self.source_add = keras.layers.Add(dtype=dtype, name="source_add")
         self.target_add = keras.layers.Add(dtype=dtype, name="target_add")
-        self.source_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="source_dropout")
-        self.target_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="target_dropout")
+        self.source_dropout = Dropout(dropout, dtype=dtype, name="source_dropout")
+        self.target_dropout = Dropout(dropout, dtype=dtype, name="target_dropout")
         block_args = {
             "num_heads": num_heads, "intermediate_dim": intermediate_dim, "dropout": dropout,
             "norm_first": norm_first, "dtype": dtype,

@@ -1,0 +1,97 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import run_layer_test
+from tfnlp.layers import Dropout
+
+
+def test_harness():
+    # No trainable weights: the fit step has nothing to move.
+    run_layer_test(
+        Dropout,
+        {"rate": 0.2, "seed": 3},
+        {"inputs": np.ones((2, 5, 6), "float32")},
+        expected_output_shape=(2, 5, 6),
+        expected_num_trainable_weights=0,
+        run_training=False,
+    )
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("shape", [(1001,), (7, 33, 65)])  # odd sizes use half a word
+def test_drop_rate_and_scale(rate, shape):
+    layer = Dropout(rate, seed=1)
+    x = tf.ones(shape)
+    out = layer(x, training=True).numpy()
+    kept = out != 0
+    np.testing.assert_allclose(out[kept], 1.0 / (1.0 - rate), rtol=1e-6)
+    n = kept.size
+    dropped = n - kept.sum()
+    # 5 standard deviations of a binomial(n, rate).
+    assert abs(dropped - n * rate) < 5 * np.sqrt(n * rate * (1 - rate)), (dropped, n * rate)
+
+
+def test_both_halves_of_a_word_are_used_independently():
+    # The low and high 16 bits of each word fill the first and second half
+    # of the mask: each half drops at the rate, and they are uncorrelated.
+    out = Dropout(0.5, seed=7)(tf.ones((200_000,)), training=True).numpy() != 0
+    first, second = out[:100_000], out[100_000:]
+    assert abs(first.mean() - 0.5) < 0.01 and abs(second.mean() - 0.5) < 0.01
+    assert abs(np.corrcoef(first, second)[0, 1]) < 0.02
+
+
+def test_inference_rate_zero_and_dtype():
+    x = tf.random.normal((3, 4))
+    assert Dropout(0.5)(x, training=False) is x
+    assert Dropout(0.0)(x, training=True) is x
+    out = Dropout(0.5, seed=1, dtype="mixed_bfloat16")(tf.ones((3, 4)), training=True)
+    assert out.dtype == tf.bfloat16
+    assert set(np.unique(out.numpy().astype("float32"))) <= {0.0, 2.0}
+
+
+def test_noise_shape_broadcasts_the_mask():
+    out = Dropout(0.5, noise_shape=(None, 1, 8), seed=2)(tf.ones((4, 5, 8)), training=True).numpy()
+    np.testing.assert_array_equal(out, np.broadcast_to(out[:, :1], out.shape))
+
+
+def test_seeded_layers_repeat_and_calls_differ():
+    x = tf.ones((64, 64))
+    a, b = Dropout(0.3, seed=5), Dropout(0.3, seed=5)
+    first = a(x, training=True).numpy()
+    np.testing.assert_array_equal(first, b(x, training=True).numpy())
+    assert not np.array_equal(first, a(x, training=True).numpy())
+
+
+def test_gradient_is_the_mask_times_the_scale():
+    layer = Dropout(0.4, seed=3)
+    x = tf.random.normal((16, 32))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = layer(x, training=True)
+        total = tf.reduce_sum(out)
+    grad = tape.gradient(total, x).numpy()
+    np.testing.assert_allclose(grad, (out.numpy() != 0) / 0.6, rtol=1e-6)
+
+
+def test_rate_near_one_does_not_overflow():
+    out = Dropout(0.999999, seed=1)(tf.ones((10_000,)), training=True).numpy()
+    assert np.all(np.isfinite(out)) and (out != 0).sum() < 10
+
+
+def test_xla_matches_graph():
+    layer = Dropout(0.3, seed=4)
+    x = tf.ones((5, 9))
+    layer(x, training=True)  # advance past the first seed
+    state = layer.seed_generator.state.numpy()
+    graph = tf.function(lambda x: layer(x, training=True))(x).numpy()
+    layer.seed_generator.state.assign(state)
+    xla = tf.function(lambda x: layer(x, training=True), jit_compile=True)(x).numpy()
+    np.testing.assert_array_equal(graph, xla)
+
+
+def test_same_config_as_keras_dropout():
+    ours = Dropout(0.25, noise_shape=(None, 1), seed=9, name="d").get_config()
+    theirs = keras.layers.Dropout(0.25, noise_shape=(None, 1), seed=9, name="d").get_config()
+    assert ours == theirs
