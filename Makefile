@@ -32,8 +32,11 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
 
+# Every benchmark (about 40 minutes on the 2-core project machine), then
+# benchmarks/results/summary.md and the plots; the machine's matmul peak first.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python benchmarks/machine_benchmark.py
 	$(BIN)/python benchmarks/attention_benchmark.py
 	$(BIN)/python benchmarks/attention_benchmark.py --policy mixed_bfloat16
 	$(BIN)/python benchmarks/data_benchmark.py
@@ -41,6 +44,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/seq2seq_benchmark.py
 	$(BIN)/python benchmarks/generation_benchmark.py
 	$(BIN)/python benchmarks/elmo_benchmark.py
+	$(BIN)/python benchmarks/serving_benchmark.py
+	$(BIN)/python benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

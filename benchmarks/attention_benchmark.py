@@ -11,9 +11,7 @@ keras_time / tfnlp_time (> 1 means tfnlp is faster).
 """
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import time
 
@@ -24,6 +22,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from _common import machine_info, write_json  # noqa: E402  (benchmarks/_common.py)
 from tfnlp import layers  # noqa: E402
 
 
@@ -128,16 +127,9 @@ def main():
                 f"| {r['speedup']:.3f} |",
                 flush=True,
             )
-    machine = {
-        "cpu": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "tensorflow": tf.__version__,
-        "keras": keras.__version__,
-        "policy": args.policy,
-    }
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump({"machine": machine, "results": results}, f, indent=2)
+    machine = machine_info(policy=args.policy)
+    write_json(args.json, results, machine=machine,
+               settings={"rounds": args.rounds, "steps": args.steps, "policy": args.policy})
     print(f"machine: {machine}; written to {args.json}")
 
 

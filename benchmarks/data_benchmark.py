@@ -30,6 +30,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
 
+from _common import write_json  # noqa: E402  (benchmarks/_common.py)
 from tfnlp import data, datasets, layers  # noqa: E402
 
 SEQUENCE_LENGTH, BATCH, PREDICTIONS = 128, 32, 20
@@ -158,9 +159,17 @@ def main():
     results["pipeline_over_training"] = {
         k: v / training for k, v in results["pipelines_one_core_examples_per_s"].items()
     }
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=2)
+    pipelines = results["pipelines_one_core_examples_per_s"]
+    rows = {
+        "tokenizer": [results["tokenizer"]],
+        "pipelines": [
+            {"pipeline": name, "one_core_examples_per_s": pipelines[name],
+             "pipeline_over_training": results["pipeline_over_training"][name]}
+            for name in pipelines
+        ],
+        "training": [{"model": "bert_mini-shaped", "examples_per_s": training}],
+    }
+    write_json(args.json, rows, settings={k: v for k, v in vars(args).items() if k != "json"})
     print(json.dumps(results, indent=2))
 
 

@@ -36,8 +36,6 @@
 import argparse
 import json
 import os
-import platform
-import resource
 import statistics
 import time
 
@@ -47,6 +45,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from _common import machine_info, peak_rss_mb, write_json  # noqa: E402  (benchmarks/_common.py)
 from tfnlp import data, datasets, layers, models  # noqa: E402
 
 tf.get_logger().setLevel("ERROR")  # one tf.function per variant: retracing warnings
@@ -144,10 +143,6 @@ def alternate(functions, rounds, steps):
 def speedup(anchor, times):
     """Median over rounds of anchor time / time (> 1: faster than the anchor)."""
     return round(statistics.median(a / t for a, t in zip(anchor, times, strict=True)), 2)
-
-
-def peak_rss_mib():
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # KiB on Linux
 
 
 def lstm_implementations(sizes, jits, rounds, steps):
@@ -342,8 +337,7 @@ def main():
     sentences = [s for d in datasets.read_documents("en_novels", "train") for s in d]
     vocabulary = data.build_word_vocabulary(sentences, args.vocabulary_size)
     results = {
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
-                    "tensorflow": tf.__version__, "keras": keras.__version__},
+        "machine": machine_info(),
         "settings": {k: v for k, v in vars(args).items() if k != "output"},
         "word_vocabulary_size": len(vocabulary),
         "peak_rss_mib": {}, "seconds": {},
@@ -361,11 +355,13 @@ def main():
         started = time.perf_counter()
         results.update(part())
         results["seconds"][name] = round(time.perf_counter() - started)
-        results["peak_rss_mib"][name] = peak_rss_mib()  # the process's peak so far
+        results["peak_rss_mib"][name] = round(peak_rss_mb())  # the process's peak so far
 
-    os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump(results, f, indent=2)
+    tables = ("lstm_implementations", "bilm_training", "extraction")
+    rows = {name: results[name] for name in tables}
+    rows["parts"] = [{"part": name, "seconds": seconds, "peak_rss_mib_so_far":
+                      results["peak_rss_mib"][name]} for name, seconds in results["seconds"].items()]
+    write_json(args.output, rows, **{k: v for k, v in results.items() if k not in tables})
     print()
     print(markdown(results))
     print(f"\nwritten to {args.output}")

@@ -29,6 +29,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from _common import write_json  # noqa: E402  (benchmarks/_common.py)
 from tfnlp import models  # noqa: E402
 
 VOCABULARY, BATCH, PROMPT = 8000, 16, 32
@@ -125,16 +126,12 @@ def main():
     sources = np.concatenate([np.full((BATCH, 1), 2), rng.integers(5, VOCABULARY, (BATCH, PROMPT - 2)),
                               np.full((BATCH, 1), END)], 1)
     sources = tf.constant(sources, tf.int32)
-    results = {
-        "machine": {"cpus": os.cpu_count(), "tensorflow": tf.__version__,
-                    "keras": keras.__version__},
+    rows = {
         "cache_vs_recomputation": [] if args.only_keras_hub else cache_vs_recomputation(
             model, sources, args.rounds, args.lengths),
         "vs_keras_hub": keras_hub_comparison(model, sources, args.rounds, 64),
     }
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=2)
+    write_json(args.json, rows, settings={k: v for k, v in vars(args).items() if k != "json"})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from _common import write_json  # noqa: E402  (benchmarks/_common.py)
 from tfnlp import models  # noqa: E402
 
 VOCABULARY = 8000
@@ -137,15 +138,11 @@ def main():
     parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 128])
     parser.add_argument("--json", default="benchmarks/results/seq2seq.json")
     args = parser.parse_args()
-    results = {
-        "machine": {"cpus": os.cpu_count(), "tensorflow": tf.__version__,
-                    "keras": keras.__version__},
+    rows = {
         "training": training(args.rounds, args.steps),
         "decoding": decoding(args.rounds, args.lengths),
     }
-    os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=2)
+    write_json(args.json, rows, settings={k: v for k, v in vars(args).items() if k != "json"})
 
 
 if __name__ == "__main__":
