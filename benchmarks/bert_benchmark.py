@@ -164,7 +164,7 @@ PARTS = (
     ("optimizer (AdamW update)", r"^(adam|AdamW|adamw)|ResourceApplyAdam|/adam/|/adamw/"),
     ("loss (cross-entropy)", r"compile_loss|sparse_categorical|smoothed_sparse|SoftmaxCrossEntropy"),
     ("vocabulary projection (MLM logits, fwd+bwd)",
-     r"(mlm|masked_lm_head)[^/]*/(MatMul|add|einsum|Einsum|BiasAdd|Cast|matmul)"),
+     r"(mlm|masked_lm_head)[^/]*/(MatMul|add|einsum|Einsum|BiasAdd|Cast|matmul|token_embedding)"),
     ("dropout", r"dropout"),
     ("attention core (scores, softmax, context)",
      r"(self_attention|attention)[^/]*/(einsum|Einsum|MatMul|matmul|Softmax|SelectV2|transpose|mul|Cast)"),

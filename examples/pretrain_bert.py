@@ -12,6 +12,7 @@ baselines (the most frequent masked token; 50% for NSP). Writes
 import argparse
 import json
 import os
+import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -39,6 +40,11 @@ def parse_args(argv):
     parser.add_argument(
         "--cache-batches", type=int, default=0,
         help="prepare this many training batches once and cycle through them (0: stream)",
+    )
+    parser.add_argument(
+        "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"],
+        help="mixed_bfloat16 trains BERT-small 1.4-1.5x faster on CPUs with AVX-512 BF16 "
+        "(benchmarks/README.md)",
     )
     parser.add_argument("--output", default="runs/bert_pretrain")
     parser.add_argument("--seed", type=int, default=0)
@@ -70,7 +76,8 @@ def main(argv=None):
     held_out = held_out.take(args.eval_batches).cache()
 
     backbone = models.BertBackbone.from_preset(
-        args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length
+        args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
+        dtype=args.dtype_policy,
     )
     pretrainer = models.BertPretrainer(backbone)
     schedule = training.LinearWarmupLinearDecay(
@@ -78,6 +85,7 @@ def main(argv=None):
     )
     pretrainer.compile(optimizer=training.bert_adamw(schedule))
     epochs = max(1, args.steps // args.steps_per_epoch)
+    started = time.perf_counter()
     pretrainer.fit(
         train,
         steps_per_epoch=min(args.steps, args.steps_per_epoch),
@@ -93,6 +101,7 @@ def main(argv=None):
         ],
         verbose=2,
     )
+    train_seconds = time.perf_counter() - started  # includes the per-epoch held-out evaluation
 
     scores = pretrainer.evaluate(held_out, return_dict=True, verbose=0)
     train_labels = np.concatenate([y["mlm"][w["mlm"] == 1] for _, y, w in train.take(50).as_numpy_iterator()])
@@ -107,6 +116,8 @@ def main(argv=None):
         "nsp_majority_baseline": float(max(nsp_labels.mean(), 1 - nsp_labels.mean())),
         "steps": epochs * min(args.steps, args.steps_per_epoch),
         "preset": args.preset,
+        "dtype_policy": args.dtype_policy,
+        "train_seconds": round(train_seconds, 1),
     }
     backbone.save(os.path.join(args.output, "backbone.keras"))
     with open(os.path.join(args.output, "pretraining_results.json"), "w") as f:

@@ -5,6 +5,7 @@ from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
 from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.highway import Highway
+from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 from tfnlp.layers.position_embedding import PositionEmbedding
@@ -21,6 +22,7 @@ __all__ = [
     "Dropout",
     "ELMO_FILTERS",
     "Highway",
+    "LayerNormalization",
     "MaskedLMHead",
     "MultiHeadAttention",
     "PositionEmbedding",

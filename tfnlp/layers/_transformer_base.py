@@ -4,6 +4,7 @@ import keras
 from tfnlp.layers import _validation
 from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers.dropout import Dropout
+from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -70,7 +71,7 @@ class TransformerBlockBase(keras.layers.Layer):
         return attention, norm, dropout
 
     def _build_norm(self, name, shape):
-        norm = keras.layers.LayerNormalization(
+        norm = LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
         )
         norm.build(shape)

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from tfnlp.layers import _validation
+from tfnlp.layers.layer_normalization import LayerNormalization
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -82,7 +83,7 @@ class MaskedLMHead(keras.layers.Layer):
             name="transform",
         )
         self._transform.build((None, None, hidden_dim))
-        self._norm = keras.layers.LayerNormalization(
+        self._norm = LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="transform_norm"
         )
         self._norm.build((None, None, hidden_dim))

@@ -6,6 +6,7 @@ import keras
 
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
+from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
 
@@ -108,7 +109,7 @@ class BertBackbone(keras.Model):
             max_sequence_length, initializer=initializer, dtype=dtype, name="position_embedding"
         )
         self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
-        self.embeddings_norm = keras.layers.LayerNormalization(
+        self.embeddings_norm = LayerNormalization(
             epsilon=1e-12, dtype=dtype, name="embeddings_norm"
         )
         self.embeddings_dropout = Dropout(dropout, dtype=dtype, name="embeddings_dropout")

@@ -11,6 +11,7 @@ from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
+from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
@@ -196,10 +197,10 @@ class TransformerSeq2Seq(keras.Model):
             for i in range(num_decoder_layers)
         ]
         if norm_first:
-            self.encoder_norm = keras.layers.LayerNormalization(
+            self.encoder_norm = LayerNormalization(
                 epsilon=1e-5, dtype=dtype, name="encoder_norm"
             )
-            self.decoder_norm = keras.layers.LayerNormalization(
+            self.decoder_norm = LayerNormalization(
                 epsilon=1e-5, dtype=dtype, name="decoder_norm"
             )
         self.token_logits = TokenLogits(
