@@ -33,12 +33,27 @@ class AdamW(keras.optimizers.AdamW):
     [0.99899, 2.00098]
     """
 
+    def _fused(self):
+        return not self.amsgrad and keras.backend.backend() == "tensorflow"
+
+    def _apply_weight_decay(self, variables):
+        if not self._fused():
+            super()._apply_weight_decay(variables)
+        # Otherwise update_step decays each variable with one fused kernel.
+
     def update_step(self, gradient, variable, learning_rate):
-        if self.amsgrad or keras.backend.backend() != "tensorflow":
+        if not self._fused():
             return super().update_step(gradient, variable, learning_rate)
         if isinstance(variable, keras.Variable):
             variable = variable.value
         dtype = variable.dtype
+        if self.weight_decay is not None and self._use_weight_decay(variable):
+            # w -= lr * decay * w (Keras: two multiplications and a subtraction).
+            tf.raw_ops.ResourceApplyGradientDescent(
+                var=variable.handle,
+                alpha=tf.cast(learning_rate, dtype) * tf.cast(self.weight_decay, dtype),
+                delta=tf.convert_to_tensor(variable),
+            )
         if isinstance(gradient, tf.IndexedSlices):
             gradient = tf.convert_to_tensor(gradient)
         step = tf.cast(self.iterations + 1, dtype)
