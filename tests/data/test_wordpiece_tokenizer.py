@@ -90,6 +90,93 @@ def test_huge_input_is_cut_before_tokenizing():
     assert cat(tf.constant(["ab猫猫"]))[0].numpy().tolist() == [5, 6]
 
 
+def _coerce_then_cut(tokenizer, texts):
+    """The tokenizer as it was before the cut moved first: repair, cut, drop a split character."""
+    text = tf_text.coerce_to_structurally_valid_utf8(texts, replacement_char="\ufffd")
+    text = tf.strings.substr(text, 0, tokenizer.max_input_bytes, unit="BYTE")
+    text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
+    return tokenizer._tokenizer.tokenize(text).to_list()
+
+
+@pytest.mark.parametrize("max_input_bytes", [1, 2, 3, 4, 5, 7, 16])
+def test_cutting_first_changes_nothing_below_the_cut(max_input_bytes):
+    vocabulary = list(data.SPECIAL_TOKENS) + ["ab", "the", "cat", "cafe", "猫", "é"]
+    tokenizer = data.WordPieceTokenizer(vocabulary, max_input_bytes=max_input_bytes)
+    rng = np.random.default_rng(max_input_bytes)
+    valid = ["a", "b", " ", "the", "cat", "猫", "é", "\u0301", "\U0001F600", "\x00", "!"]
+    broken = [b"\xff", b"\x80", b"\xe7\x8c", b"\xf0\x9f"]  # stray, continuation, truncated
+    pieces = [p.encode() for p in valid] + broken
+    texts = [b"".join(rng.choice(pieces, rng.integers(0, 9))) for _ in range(2000)]
+    ours = tokenizer(tf.constant(texts)).to_list()
+    before = _coerce_then_cut(tokenizer, tf.constant(texts))
+    repaired = tf_text.coerce_to_structurally_valid_utf8(tf.constant(texts), replacement_char="\ufffd")
+    short = tf.strings.length(repaired).numpy() <= max_input_bytes
+    assert short.sum() > 200 and (~short).sum() > 200
+    # Every text that was not cut before (broken bytes included) gives what it gave before.
+    assert [o for o, s in zip(ours, short, strict=True) if s] == [
+        b for b, s in zip(before, short, strict=True) if s]
+    # Valid UTF-8 gives what it gave before at any length, cut or not.
+    texts = [b"".join(p.encode() for p in rng.choice(valid, rng.integers(0, 12)))
+             for _ in range(2000)]
+    assert tokenizer(tf.constant(texts)).to_list() == _coerce_then_cut(tokenizer, tf.constant(texts))
+
+
+def _whole_character_prefix(text, max_bytes):
+    return text.encode()[:max_bytes].decode("utf-8", errors="ignore")
+
+
+@pytest.mark.parametrize("script", ["ascii", "cjk", "emoji"])
+def test_megabyte_input_gives_the_tokens_of_its_prefix(corpus_vocabulary, script):
+    tokenizer = data.WordPieceTokenizer(corpus_vocabulary + ["\U0001F600"])  # cut at 100,000 bytes
+    sentences = {
+        "ascii": [s for d in datasets.read_documents("en_novels", "test") for s in d][:200],
+        "cjk": [s for d in datasets.read_documents("zh_poems", "test") for s in d][:200],
+        "emoji": ["the \U0001F600 cat \U0001F600\U0001F600 sat"],
+    }[script]
+    text = " ".join(sentences)
+    if script == "ascii":
+        text = text.encode("ascii", errors="ignore").decode()
+    text = (text + " ") * (1_000_000 // len(text.encode()) + 1)
+    if script != "ascii":  # move the cut inside a multi-byte character
+        while text.encode()[100_000] & 0xC0 != 0x80:
+            text = "x" + text
+    assert len(text.encode()) > 1_000_000
+    prefix = _whole_character_prefix(text, 100_000)
+    if script == "ascii":
+        assert len(prefix.encode()) == 100_000
+    else:
+        assert 99_996 < len(prefix.encode()) < 100_000
+    ids = tokenizer(tf.constant([text, prefix]))
+    assert ids[0].numpy().tolist() == ids[1].numpy().tolist()
+    assert len(ids[0]) > 10_000
+    assert tokenizer(tf.constant(text)).numpy().tolist() == ids[1].numpy().tolist()  # scalar
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_a_character_split_by_the_cut_is_dropped(offset):
+    vocabulary = list(data.SPECIAL_TOKENS) + ["ab", "\U0001F600", "猫"]
+    emoji = "\U0001F600"  # 4 bytes
+    tokenizer = data.WordPieceTokenizer(vocabulary, max_input_bytes=3 + offset)
+    # "ab " + `offset` bytes of the emoji: the partial emoji is dropped, not [UNK].
+    texts = tf.constant(["ab " + emoji + " ab", "ab " + emoji, "ab"])
+    assert tokenizer(texts).to_list() == [[5], [5], [5]]
+    exact = data.WordPieceTokenizer(vocabulary, max_input_bytes=7)  # the whole emoji fits
+    assert exact(texts).to_list() == [[5, 6], [5, 6], [5]]
+
+
+def test_invalid_utf8_is_still_replaced_around_the_cut():
+    vocabulary = list(data.SPECIAL_TOKENS) + ["ab", "猫"]
+    tokenizer = data.WordPieceTokenizer(vocabulary, max_input_bytes=8)
+    texts = tf.constant([
+        b"ab \xff ab ab ab",  # cut; broken byte before the cut -> [UNK]
+        b"ab ab \xe7\x8c",  # not cut; truncated at its own end -> [UNK], not dropped
+        b"ab ab \xe7\x8c\x8c",  # 9 bytes: the cut splits a valid 猫 -> dropped
+        b"ab ab \x80\x80\x80 ab",  # cut among stray continuation bytes -> [UNK]
+        b"\xff" * 1_000_000,  # a megabyte of garbage
+    ])
+    assert tokenizer(texts).to_list() == [[5, 1, 5], [5, 5, 1], [5, 5], [5, 5, 1], [1]]
+
+
 def test_detokenize_round_trip_and_special_tokens():
     vocabulary = list(data.SPECIAL_TOKENS) + ["the", "cat", "sat", "##s", "on", "mat"]
     tokenizer = data.WordPieceTokenizer(vocabulary)

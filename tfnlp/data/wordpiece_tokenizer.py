@@ -8,6 +8,52 @@ from tfnlp.data import vocabulary as vocabulary_lib
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
 
 
+# Byte -> length of the UTF-8 character it starts: 0 for a continuation byte
+# (10xxxxxx), 2 to 4 for a lead byte, 1 for ASCII and bytes no character starts with.
+_CHARACTER_LENGTHS = [1] * 0x80 + [0] * 0x40 + [1] * 2 + [2] * 30 + [3] * 16 + [4] * 5 + [1] * 11
+
+
+def _cut_at_character(texts, max_bytes):
+    """`texts` cut to at most `max_bytes` bytes, never inside a character.
+
+    Only texts longer than `max_bytes` are changed: cut there, and when the
+    cut leaves an incomplete multi-byte sequence at the end (a character
+    split by the cut), that partial character is dropped, so the result is
+    the longest prefix of whole characters. Shorter texts come back
+    unchanged, invalid UTF-8 included (it is replaced later). The work does
+    not grow with the texts' length: one cut, then a look at the last 3
+    bytes kept (a UTF-8 character has at most 4), skipped when no text of
+    the batch is too long.
+
+    Args:
+        texts: `tf.string` tensor of any shape.
+        max_bytes: int, positive.
+
+    Returns:
+        `tf.string` tensor of the same shape.
+    """
+    too_long = tf.strings.length(texts) > max_bytes
+
+    def cut():
+        kept = tf.strings.substr(texts, 0, max_bytes, unit="BYTE")
+        tail_size = min(3, max_bytes)  # a split character keeps at most 3 of its bytes
+        # The last `tail_size` bytes of every cut text (of the others: unused).
+        start = tf.minimum(max_bytes - tail_size, tf.strings.length(kept))
+        tail = tf.strings.substr(kept, start, tf.fill(tf.shape(start), tail_size), unit="BYTE")
+        tail = tf.io.decode_raw(tail, tf.uint8, fixed_length=tail_size)
+        lengths = tf.gather(tf.constant(_CHARACTER_LENGTHS, tf.int32), tf.cast(tail, tf.int32))
+        column = tf.range(tail_size)
+        # The last byte that starts a character (continuation bytes follow it) ...
+        last = tf.reduce_max(tf.where(lengths > 0, column, -1), axis=-1, keepdims=True)
+        # ... and whether that character needs more bytes than the cut left.
+        split = (column == last) & (column + lengths > tail_size)
+        split_at = tf.reduce_max(tf.where(split, column, -1), axis=-1)
+        length = tf.where(too_long & (split_at >= 0), max_bytes - tail_size + split_at, max_bytes)
+        return tf.strings.substr(kept, tf.zeros_like(length), length, unit="BYTE")
+
+    return tf.cond(tf.reduce_any(too_long), cut, lambda: texts)
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
 class WordPieceTokenizer(PreprocessingLayer):
     """Raw text to WordPiece ids, in-graph, with BERT's normalisation.
@@ -21,15 +67,19 @@ class WordPieceTokenizer(PreprocessingLayer):
 
     Bad input never fails: bytes that are not valid UTF-8 are replaced by
     U+FFFD (which becomes `[UNK]`); control characters are dropped as BERT
-    drops them; empty or whitespace-only text gives no tokens; text longer
-    than `max_input_bytes` is cut there first (at a character boundary), so
-    the cost of one input is bounded.
+    drops them; empty or whitespace-only text gives no tokens. Text longer
+    than `max_input_bytes` is cut there before anything else is done to it
+    (UTF-8 repair included), so the cost of one input is bounded whatever
+    its length; a character split by the cut is dropped (not replaced), so
+    a long text gives exactly the tokens of its longest prefix of whole
+    characters that fits.
 
     Args:
         vocabulary: list of tokens, or the path of a `vocab.txt`. It must
             contain `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
         lower_case: bool, lower-case and strip accents (uncased BERT).
-        max_input_bytes: int, the longest text (in UTF-8 bytes) tokenized.
+        max_input_bytes: int, the longest text tokenized, in bytes of the input
+            (before invalid UTF-8 is replaced: each bad byte becomes 3).
         **kwargs: base layer arguments (`name`, ...).
 
     Call arguments:
@@ -104,11 +154,10 @@ class WordPieceTokenizer(PreprocessingLayer):
         inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
             raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")
+        # Cut first, so that nothing below costs more than `max_input_bytes`.
+        text = _cut_at_character(inputs, self.max_input_bytes)
         # Broken UTF-8 in the input becomes U+FFFD (-> [UNK]); never fail.
-        text = tf_text.coerce_to_structurally_valid_utf8(inputs, replacement_char="\ufffd")
-        text = tf.strings.substr(text, 0, self.max_input_bytes, unit="BYTE")
-        # The cut may split the last character: drop that partial character.
-        text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
+        text = tf_text.coerce_to_structurally_valid_utf8(text, replacement_char="\ufffd")
         if text.shape.rank == 0:  # FastBertTokenizer wants a batch
             return self._tokenizer.tokenize(text[None])[0]
         return self._tokenizer.tokenize(text)
