@@ -32,7 +32,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
 
-# Every benchmark (about 40 minutes on the 2-core project machine), then
+# Every benchmark (about 45 minutes on the 2-core project machine), then
 # benchmarks/results/summary.md and the plots; the machine's matmul peak first.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

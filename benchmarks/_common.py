@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmark scripts: memory, machine description, JSON output.
+"""Helpers shared by the benchmark scripts: memory, machine, JSON output, Markdown tables.
 
 Every script writes `benchmarks/results/<name>.json` through `write_json`:
 
@@ -150,6 +150,13 @@ def machine_line(machine):
     if machine.get("date"):
         parts.append(machine["date"])
     return ", ".join(str(p) for p in parts)
+
+
+def markdown_table(header, rows):
+    """A Markdown table: `header` a list of column titles, `rows` lists of cells."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def write_json(path, rows, **extra):

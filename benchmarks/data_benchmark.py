@@ -4,20 +4,44 @@
    (FastBertTokenizer) vs tensorflow-text's reference `BertTokenizer` on the
    same vocabulary and the same bundled sentences, alternating rounds in one
    process; the median ratio is reported.
-2. Pipeline throughput on ONE core (tf.data private thread pool of 1, intra-op
-   parallelism 1): BERT pretraining examples (NSP + MLM, length 128) and
-   classification examples (length 128), examples/s.
-3. The training step rate of a BERT-mini-shaped model (4 layers, hidden 256,
-   4 heads, FFN 1024; token + segment + position embeddings, masked-LM head on
-   the gathered positions tied to the embedding, NSP head) built from tfnlp
-   layers, batch 32 x 128, float32, on all cores: the examples/s training
-   consumes. The ratio pipeline / training says how far input is from being
-   the bottleneck.
+2. Every model's tf.data pipeline on ONE core (tf.data private thread pool of
+   1, intra-op parallelism 1) against the examples/s that model's training
+   consumes on all cores, each at the small configuration its example script
+   trains (bundled corpora, the model's default `compile()`, float32 unless
+   `--policy`):
 
-    python benchmarks/data_benchmark.py [--json PATH]
+   | pipeline (tfnlp.data) | data | model (tfnlp.models) | batch |
+   |---|---|---|---|
+   | `bert_pretraining_dataset` | novels | `BertPretrainer`, bert_mini | 32 x 128, 20 masked |
+   | `classification_dataset` | reviews | `BertClassifier`, bert_mini | 32 x 128 |
+   | `classification_dataset`, buckets 32/64/128 | reviews | `TransformerClassifier` 2 x 64 | 32 x <= 256 |
+   | `unilm_pretraining_dataset` | novels | `UniLM`, bert_mini | 36 x 128, 20 masked |
+   | `unilm_finetuning_dataset` | KJV -> WEB verses | `UniLM`, bert_mini | 36 x 96, 70% of targets |
+   | `encoder_decoder_dataset` | WEB -> RV1909 verses | `TransformerSeq2Seq`, transformer_small | 64 x (48 + 48) |
+   | `elmo_dataset` | novel sentences | `ELMoBiLM`, elmo_small | 32 x 40 words x 50 chars |
+
+   The WordPiece pipelines share one English vocabulary learned from the
+   training novels (`--vocabulary-size`); the translator has one per
+   language learned from its training verses, as `examples/translate.py`;
+   ELMo the 20,000 most frequent novel words (`elmo_benchmark.py`).
+   Training = optimizer steps (`train_on_batch`) cycling over
+   `--train-batches` batches taken once from the same pipeline and kept in
+   memory, so only the step is timed. Rounds alternate pipeline and
+   training; each pipeline round starts a fresh iterator (a live one keeps
+   filling its buffers in the background while training runs, which would
+   both flatter the pipeline and slow training), untimed until
+   `--warmup-batches` have come out (the shuffle buffer fills), then timed
+   for at least `--batches` batches and `--min-seconds`. Each training round
+   is at least `--train-steps` steps and `--min-seconds`. Reported: median
+   examples/s of both and the median per-round ratio pipeline / training
+   (the performance issue's goal: >= 3).
+
+    python benchmarks/data_benchmark.py [--quick] [--only elmo seq2seq ...] [--policy mixed_bfloat16]
+        [--json PATH]
 """
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -30,10 +54,11 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
 
-from _common import write_json  # noqa: E402  (benchmarks/_common.py)
-from tfnlp import data, datasets, layers  # noqa: E402
+from _common import markdown_table as table, write_json  # noqa: E402  (benchmarks/_common.py)
+from elmo_benchmark import novel_pipeline, novel_vocabulary  # noqa: E402
+from tfnlp import data, datasets, models  # noqa: E402
 
-SEQUENCE_LENGTH, BATCH, PREDICTIONS = 128, 32, 20
+GOAL = 3.0  # pipeline on one core / training consumption, from the performance issue
 
 
 def one_core(dataset):
@@ -43,13 +68,8 @@ def one_core(dataset):
     return dataset.with_options(options)
 
 
-def examples_per_second(dataset, batches):
-    iterator = iter(dataset)
-    next(iterator)  # build and warm up
-    start = time.perf_counter()
-    for _ in range(batches):
-        next(iterator)
-    return batches * BATCH / (time.perf_counter() - start)
+def batch_size(batch):
+    return int(tf.shape(tf.nest.flatten(batch)[0])[0])
 
 
 def tokenizers(vocabulary, sentences, rounds):
@@ -70,107 +90,236 @@ def tokenizers(vocabulary, sentences, rounds):
             times.append(time.perf_counter() - start)
     return {
         "sentences": len(sentences),
-        "tfnlp_sentences_per_s": len(sentences) / statistics.median(ours_times),
-        "bert_tokenizer_sentences_per_s": len(sentences) / statistics.median(reference_times),
-        "speedup": statistics.median(r / o for o, r in zip(ours_times, reference_times, strict=True)),
+        "tfnlp_sentences_per_s": round(len(sentences) / statistics.median(ours_times)),
+        "bert_tokenizer_sentences_per_s": round(len(sentences) / statistics.median(reference_times)),
+        "speedup": round(statistics.median(
+            r / o for o, r in zip(ours_times, reference_times, strict=True)), 2),
     }
 
 
-def bert_mini(vocabulary_size):
-    """A BERT-mini-shaped pretraining model from tfnlp layers (a stand-in for BertPretrainer)."""
-    inputs = {
-        name: keras.Input((length,), dtype="int32", name=name)
-        for name, length in [
-            ("token_ids", SEQUENCE_LENGTH), ("segment_ids", SEQUENCE_LENGTH),
-            ("padding_mask", SEQUENCE_LENGTH), ("masked_positions", PREDICTIONS),
-        ]
-    }
-    embedding = keras.layers.Embedding(vocabulary_size, 256)
-    x = embedding(inputs["token_ids"]) + keras.layers.Embedding(2, 256)(inputs["segment_ids"])
-    x = keras.layers.Add()([x, layers.PositionEmbedding(SEQUENCE_LENGTH)(x)])
-    x = keras.layers.LayerNormalization(epsilon=1e-12)(x)
-    for _ in range(4):
-        x = layers.TransformerBlock(4, 1024, activation="gelu", layer_norm_epsilon=1e-12)(
-            x, padding_mask=inputs["padding_mask"]
-        )
-    gathered = keras.ops.take_along_axis(x, inputs["masked_positions"][:, :, None], axis=1)
-    gathered = keras.layers.LayerNormalization(epsilon=1e-12)(
-        keras.layers.Dense(256, activation="gelu")(gathered)
+# --- One setup per model: (pipeline, model) at its example's configuration ---
+
+
+def bert_pretraining(vocab, policy, quick):  # examples/pretrain_bert.py
+    tokenizer = data.WordPieceTokenizer(vocab["english"])
+    pipeline = data.bert_pretraining_dataset(
+        datasets.load_documents("en_novels", "train").repeat(), tokenizer, 128, 20, 32,
+        shuffle_buffer=200 if quick else 2000,
+    ).map(models.pretraining_batch)
+    backbone = models.BertBackbone.from_preset(
+        "bert_mini", vocabulary_size=len(vocab["english"]), max_sequence_length=128, dtype=policy)
+    return pipeline, models.BertPretrainer(backbone)
+
+
+def bert_classifier(vocab, policy, quick):  # examples/finetune_classifier.py
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab["english"]), 128)
+    pipeline = data.classification_dataset(
+        datasets.load_fine_food_reviews("train").repeat(), preprocessor, 32, shuffle_buffer=4096)
+    backbone = models.BertBackbone.from_preset(
+        "bert_mini", vocabulary_size=len(vocab["english"]), max_sequence_length=128, dtype=policy)
+    return pipeline, models.BertClassifier(backbone, num_classes=2)
+
+
+def transformer_classifier(vocab, policy, quick):  # examples/text_classifier.py
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab["english"]), 256)
+    pipeline = data.classification_dataset(
+        datasets.load_fine_food_reviews("train").repeat(), preprocessor, 32, shuffle_buffer=3606,
+        bucket_boundaries=[32, 64, 128],
     )
-    mlm = keras.ops.matmul(gathered, keras.ops.transpose(embedding.embeddings))
-    nsp = keras.layers.Dense(2)(keras.layers.Dense(256, activation="tanh")(x[:, 0]))
-    return keras.Model(inputs, {"mlm": mlm, "nsp": nsp})
+    model = models.TransformerClassifier(len(vocab["english"]), 2, num_layers=2, num_heads=4,
+                                         hidden_dim=64, dtype=policy)
+    return pipeline, model
 
 
-def training_examples_per_second(vocabulary_size, steps):
-    model = bert_mini(vocabulary_size)
-    model.compile(
-        optimizer="adam",
-        loss={
-            "mlm": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        },
+def unilm_backbone(vocab, policy):
+    return models.UniLMBackbone.from_preset(
+        "bert_mini", vocabulary_size=len(vocab["english"]), max_sequence_length=128, dtype=policy)
+
+
+def unilm_pretraining(vocab, policy, quick):  # examples/unilm_seq2seq.py, pretraining
+    pipeline = data.unilm_pretraining_dataset(
+        datasets.load_documents("en_novels", "train").repeat(),
+        data.WordPieceTokenizer(vocab["english"]), 128, batch_size=36,
+        shuffle_buffer=200 if quick else 10_000,
+    ).map(models.unilm_batch)
+    return pipeline, models.UniLM(unilm_backbone(vocab, policy))
+
+
+def unilm_finetuning(vocab, policy, quick):  # examples/unilm_seq2seq.py, fine-tuning
+    pipeline = data.unilm_finetuning_dataset(
+        datasets.load_text_pairs("bible_archaic_modern", "train").repeat(),
+        data.WordPieceTokenizer(vocab["english"]), 96, masking_rate=0.7, batch_size=36,
+        shuffle_buffer=30_000,
+    ).map(models.unilm_batch)
+    return pipeline, models.UniLM(unilm_backbone(vocab, policy))
+
+
+def seq2seq(vocab, policy, quick):  # examples/translate.py
+    pipeline = data.encoder_decoder_dataset(
+        datasets.load_text_pairs("bible_en_es", "train").repeat(),
+        data.WordPieceTokenizer(vocab["source"]),
+        data.WordPieceTokenizer(vocab["target"], lower_case=False), 48, 48, batch_size=64,
+        shuffle_buffer=30_000,
+    ).map(models.seq2seq_batch)
+    model = models.TransformerSeq2Seq.from_preset(
+        "transformer_small", len(vocab["source"]), len(vocab["target"]), dtype=policy)
+    return pipeline, model
+
+
+def elmo(vocab, policy, quick):  # examples/pretrain_elmo.py (sequence length 40)
+    pipeline = novel_pipeline(vocab["words"], "train", 40, 32, repeat=True).map(models.elmo_batch)
+    overrides = {"num_sampled": 256} if quick else {}  # must stay below the quick vocabulary
+    return pipeline, models.ELMoBiLM.from_preset("elmo_small", len(vocab["words"]), dtype=policy,
+                                                 **overrides)
+
+
+SETUPS = {  # name -> (pipeline, model, batch) description, builder
+    "bert_pretraining": ("bert_pretraining_dataset", "BertPretrainer bert_mini", "32 x 128, 20 masked",
+                         bert_pretraining),
+    "classification": ("classification_dataset", "BertClassifier bert_mini", "32 x 128",
+                       bert_classifier),
+    "text_classifier": ("classification_dataset, buckets 32/64/128",
+                        "TransformerClassifier 2 x 64", "32 x <= 256", transformer_classifier),
+    "unilm_pretraining": ("unilm_pretraining_dataset", "UniLM bert_mini", "36 x 128, 20 masked",
+                          unilm_pretraining),
+    "unilm_finetuning": ("unilm_finetuning_dataset", "UniLM bert_mini", "36 x 96, 70% of targets",
+                         unilm_finetuning),
+    "seq2seq": ("encoder_decoder_dataset", "TransformerSeq2Seq transformer_small",
+                "64 x (48 + 48)", seq2seq),
+    "elmo": ("elmo_dataset", "ELMoBiLM elmo_small", "32 x 40 x 50 chars", elmo),
+}
+
+
+def vocabularies(names, size, quick):
+    """Only the vocabularies the chosen setups need (learning one takes seconds)."""
+    vocab = {}
+    if set(names) - {"seq2seq", "elmo"}:
+        documents = datasets.load_documents("en_novels", "train")
+        vocab["english"] = data.learn_wordpiece_vocabulary(
+            documents.take(60) if quick else documents, size, progress=False)
+    if "seq2seq" in names:
+        pairs = datasets.read_text_pairs("bible_en_es", "train")[: 3000 if quick else None]
+        vocab["source"] = data.learn_wordpiece_vocabulary([s for s, _ in pairs], size,
+                                                          progress=False)
+        vocab["target"] = data.learn_wordpiece_vocabulary([t for _, t in pairs], size,
+                                                          lower_case=False, progress=False)
+    if "elmo" in names:
+        vocab["words"] = novel_vocabulary(2000 if quick else 20_000)
+    return vocab
+
+
+def pipeline_round(pipeline, warmup_batches, min_batches, min_seconds):
+    """Examples/s of a fresh one-core iterator after its warm-up; the iterator is then deleted."""
+    iterator = iter(one_core(pipeline))
+    for _ in range(warmup_batches):  # the first one fills the shuffle buffer
+        next(iterator)
+    started, count, examples = time.perf_counter(), 0, 0
+    while count < min_batches or time.perf_counter() - started < min_seconds:
+        examples += batch_size(next(iterator))
+        count += 1
+    seconds = time.perf_counter() - started
+    del iterator  # stops its background threads before training runs
+    return examples / seconds
+
+
+def training_round(model, batches, min_steps, min_seconds):
+    """Examples/s of `train_on_batch` cycling over the in-memory `batches`."""
+    started, count, examples = time.perf_counter(), 0, 0
+    for batch in itertools.cycle(batches):
+        model.train_on_batch(*batch)  # returns the loss: waits for the step
+        examples += batch_size(batch[0])
+        count += 1
+        if count >= min_steps and time.perf_counter() - started >= min_seconds:
+            return examples / (time.perf_counter() - started)
+
+
+def pipeline_vs_training(name, vocab, args):
+    pipeline_name, model_name, shape, build = SETUPS[name]
+    keras.utils.set_random_seed(0)
+    pipeline, model = build(vocab, args.policy, args.quick)
+    model.compile()  # the model's defaults, as its example trains it
+    batches = list(pipeline.take(args.train_batches))  # taken once, kept in memory
+    for batch in batches:  # build, trace (one trace per batch shape), warm up
+        model.train_on_batch(*batch)
+    pipeline_rates, training_rates = [], []
+    for _ in range(args.rounds):
+        pipeline_rates.append(pipeline_round(pipeline, args.warmup_batches, args.batches,
+                                             args.min_seconds))
+        training_rates.append(training_round(model, batches, args.train_steps, args.min_seconds))
+    ratio = statistics.median(p / t for p, t in zip(pipeline_rates, training_rates, strict=True))
+    row = {
+        "setup": name, "pipeline": pipeline_name, "model": model_name, "batch": shape,
+        "policy": args.policy,
+        "pipeline_one_core_examples_per_s": round(statistics.median(pipeline_rates), 1),
+        "training_examples_per_s": round(statistics.median(training_rates), 1),
+        "pipeline_over_training": round(ratio, 1),
+        "goal_met": ratio >= GOAL,
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def markdown(rows):
+    tokenizer = table(
+        ["sentences", "tfnlp sentences/s", "BertTokenizer sentences/s", "speed-up"],
+        [(r["sentences"], f"{r['tfnlp_sentences_per_s']:,}",
+          f"{r['bert_tokenizer_sentences_per_s']:,}", r["speedup"]) for r in rows["tokenizer"]],
     )
-    x = {
-        "token_ids": tf.random.uniform((BATCH, SEQUENCE_LENGTH), 5, vocabulary_size, tf.int32),
-        "segment_ids": tf.zeros((BATCH, SEQUENCE_LENGTH), tf.int32),
-        "padding_mask": tf.ones((BATCH, SEQUENCE_LENGTH), tf.int32),
-        "masked_positions": tf.random.uniform((BATCH, PREDICTIONS), 1, SEQUENCE_LENGTH, tf.int32),
-    }
-    y = {
-        "mlm": tf.random.uniform((BATCH, PREDICTIONS), 5, vocabulary_size, tf.int32),
-        "nsp": tf.zeros((BATCH,), tf.int32),
-    }
-    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
-    model.fit(dataset, steps_per_epoch=3, verbose=0)  # trace and warm up
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=steps, verbose=0)
-    return steps * BATCH / (time.perf_counter() - start)
+    pipelines = table(
+        ["pipeline", "model", "batch", "pipeline, one core, ex/s", "training ex/s",
+         "pipeline / training", f">= {GOAL:g}x"],
+        [(r["pipeline"], r["model"], r["batch"], f"{r['pipeline_one_core_examples_per_s']:,}",
+          f"{r['training_examples_per_s']:,}", f"{r['pipeline_over_training']:,}",
+          "yes" if r["goal_met"] else "**no**") for r in rows["pipelines"]],
+    )
+    return tokenizer + "\n\n" + pipelines
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--batches", type=int, default=40)
-    parser.add_argument("--train-steps", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--json", default="benchmarks/results/data.json")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: small vocabularies and shuffle buffers, 1 round of "
+                        "short measurements (figures not comparable)")
+    parser.add_argument("--only", nargs="+", choices=sorted(SETUPS), default=None,
+                        help="measure only these pipelines (default: all); the tokenizer "
+                        "comparison runs unless only seq2seq and elmo are chosen")
+    parser.add_argument("--policy", default="float32", choices=["float32", "mixed_bfloat16"],
+                        help="the models' dtype policy")
+    parser.add_argument("--vocabulary-size", type=int, default=8000, help="WordPiece vocabularies")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tokenizer-rounds", type=int, default=7)
+    parser.add_argument("--warmup-batches", type=int, default=3,
+                        help="untimed batches of each fresh pipeline iterator")
+    parser.add_argument("--batches", type=int, default=20, help="least pipeline batches per round")
+    parser.add_argument("--train-steps", type=int, default=8, help="least training steps per round")
+    parser.add_argument("--train-batches", type=int, default=8,
+                        help="in-memory batches the training steps cycle over")
+    parser.add_argument("--min-seconds", type=float, default=2.0,
+                        help="least seconds of each timed pipeline or training round")
+    parser.add_argument("--json", default=None,
+                        help="JSON results (default benchmarks/results/data[_quick].json)")
     args = parser.parse_args()
+    if args.quick:
+        args.vocabulary_size, args.rounds, args.tokenizer_rounds = 2000, 1, 1
+        args.warmup_batches, args.batches, args.train_steps = 1, 2, 2
+        args.train_batches, args.min_seconds = 2, 0.2
+    args.json = args.json or f"benchmarks/results/data{'_quick' if args.quick else ''}.json"
+    names = args.only or list(SETUPS)
 
-    documents = datasets.load_documents("en_novels", "train")
-    vocabulary = data.learn_wordpiece_vocabulary(documents, args.vocabulary_size, progress=False)
-    tokenizer = data.WordPieceTokenizer(vocabulary)
-    sentences = [s for d in datasets.read_documents("en_novels", "test") for s in d]
-    results = {"tokenizer": tokenizers(vocabulary, sentences, args.rounds)}
-
-    pretraining = data.bert_pretraining_dataset(
-        documents.repeat(), tokenizer, SEQUENCE_LENGTH, PREDICTIONS, BATCH, shuffle_buffer=1000
-    )
-    reviews = datasets.load_fine_food_reviews("train").repeat()
-    classification = data.classification_dataset(
-        reviews, data.BertPreprocessor(tokenizer, SEQUENCE_LENGTH), BATCH, shuffle_buffer=1000
-    )
-    results["pipelines_one_core_examples_per_s"] = {
-        "bert_pretraining": examples_per_second(one_core(pretraining), args.batches),
-        "classification": examples_per_second(one_core(classification), args.batches),
-    }
-    training = training_examples_per_second(len(vocabulary), args.train_steps)
-    results["bert_mini_training_examples_per_s"] = training
-    results["pipeline_over_training"] = {
-        k: v / training for k, v in results["pipelines_one_core_examples_per_s"].items()
-    }
-    pipelines = results["pipelines_one_core_examples_per_s"]
-    rows = {
-        "tokenizer": [results["tokenizer"]],
-        "pipelines": [
-            {"pipeline": name, "one_core_examples_per_s": pipelines[name],
-             "pipeline_over_training": results["pipeline_over_training"][name]}
-            for name in pipelines
-        ],
-        "training": [{"model": "bert_mini-shaped", "examples_per_s": training}],
-    }
-    write_json(args.json, rows, settings={k: v for k, v in vars(args).items() if k != "json"})
-    print(json.dumps(results, indent=2))
+    started = time.perf_counter()
+    vocab = vocabularies(names, args.vocabulary_size, args.quick)
+    rows = {"tokenizer": [], "pipelines": []}
+    if "english" in vocab:
+        sentences = [s for d in datasets.read_documents("en_novels", "test") for s in d]
+        rows["tokenizer"].append(tokenizers(vocab["english"], sentences, args.tokenizer_rounds))
+        print(json.dumps(rows["tokenizer"][0]), flush=True)
+    for name in names:
+        rows["pipelines"].append(pipeline_vs_training(name, vocab, args))
+    write_json(args.json, rows, settings={k: v for k, v in vars(args).items() if k != "json"},
+               goal_pipeline_over_training=GOAL, seconds=round(time.perf_counter() - started))
+    print()
+    print(markdown(rows))
+    print(f"\nwritten to {args.json} ({time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from _common import machine_info, peak_rss_mb, write_json  # noqa: E402  (benchmarks/_common.py)
+from _common import markdown_table as table  # noqa: E402
 from tfnlp import data, datasets, layers, models  # noqa: E402
 
 tf.get_logger().setLevel("ERROR")  # one tf.function per variant: retracing warnings
@@ -171,18 +172,30 @@ def lstm_implementations(sizes, jits, rounds, steps):
     return rows
 
 
-def novel_batches(vocabulary, split, sequence_length, batch_size, count):
+def novel_vocabulary(size):
+    """The biLM's word vocabulary: the `size` most frequent words of the training novels."""
+    sentences = [s for d in datasets.read_documents("en_novels", "train") for s in d]
+    return data.build_word_vocabulary(sentences, size)
+
+
+def novel_pipeline(vocabulary, split, sequence_length, batch_size, repeat=False):
+    """`elmo_dataset` over the novels' sentences (20,000 shuffled at once, seed 0).
+
+    Also what `data_benchmark.py` measures on one core.
+    """
     texts = datasets.load_documents("en_novels", split)
-    dataset = data.elmo_dataset(texts, vocabulary, sequence_length=sequence_length,
-                                batch_size=batch_size, shuffle_buffer=20000, seed=0)
-    return list(dataset.take(count))
+    return data.elmo_dataset(texts.repeat() if repeat else texts, vocabulary,
+                             sequence_length=sequence_length, batch_size=batch_size,
+                             shuffle_buffer=20000, seed=0)
+
+
+def novel_batches(vocabulary, split, sequence_length, batch_size, count):
+    return list(novel_pipeline(vocabulary, split, sequence_length, batch_size).take(count))
 
 
 def pipeline_tokens_per_s(vocabulary, sequence_length, batch_size, count):
     """Real tokens/s of `elmo_dataset` on its own (a fresh pipeline, both cores)."""
-    texts = datasets.load_documents("en_novels", "train").repeat()
-    dataset = data.elmo_dataset(texts, vocabulary, sequence_length=sequence_length,
-                                batch_size=batch_size, shuffle_buffer=20000, seed=0)
+    dataset = novel_pipeline(vocabulary, "train", sequence_length, batch_size, repeat=True)
     iterator = iter(dataset)
     next(iterator)  # start the pipeline (the shuffle buffer fills)
     started, tokens = time.perf_counter(), 0
@@ -277,12 +290,6 @@ def extraction(vocabulary, args):
     return rows
 
 
-def table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def markdown(results):
     lstm = table(
         ["size", "implementation", "XLA", "ms / step", "tok/s", "vs (c)"],
@@ -334,8 +341,7 @@ def main():
     args.output = args.output or f"benchmarks/results/elmo{'_quick' if args.quick else ''}.json"
 
     keras.config.set_dtype_policy("float32")
-    sentences = [s for d in datasets.read_documents("en_novels", "train") for s in d]
-    vocabulary = data.build_word_vocabulary(sentences, args.vocabulary_size)
+    vocabulary = novel_vocabulary(args.vocabulary_size)
     results = {
         "machine": machine_info(),
         "settings": {k: v for k, v in vars(args).items() if k != "output"},

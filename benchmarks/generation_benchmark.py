@@ -11,9 +11,32 @@
    sampler, same batch, prompt and new tokens, both with and without
    `jit_compile` (keras-hub's default is on, tfnlp's off). UniLM feeds two
    tokens per step (the previous token and a `[MASK]`), a decoder-only LM one.
+3. The translator: `TransformerSeq2Seq.generate` (`transformer_small`: 3 + 3
+   layers, hidden 256, 4 heads, FFN 1024; one shared 8,000-token
+   vocabulary, output tied to the embedding; random weights; greedy, cached,
+   end token disabled) vs keras-hub's `BartSeq2SeqLM` of equal size
+   (`BartBackbone(8000, num_layers=3, num_heads=4, hidden_dim=256,
+   intermediate_dim=1024)`: BART's `num_layers` is the depth of the encoder
+   and of the decoder; shared vocabulary, tied output; random weights, no
+   preset, nothing downloaded) with its cached greedy sampler, on the same
+   16 sources of 32 tokens, 64 new tokens after the start token, with and
+   without `jit_compile`. keras-hub is driven without a preprocessor:
+   `generate()` takes token ids (`encoder_token_ids`/`_padding_mask`, and a
+   decoder prompt of 1 + 64 slots whose padding mask marks only the start
+   token) and needs `stop_token_ids=None` (its `"auto"` reads the end token
+   from the preprocessor), which also makes it decode the full length.
+   The architectures differ only in details that barely change the cost:
+   BART has learned positions, a LayerNorm on the embeddings and GELU;
+   tfnlp sinusoidal positions, an output bias and ReLU (parameters of both
+   are in the results). keras-hub's sampler also runs the decoder once over
+   all 65 prompt slots to seed its cache; that is part of its time.
+
+In 2 and 3 the rounds alternate the two libraries (each function traced
+first); reported: ms per decoding step (time / new tokens) and the median
+per-round ratio keras-hub time / tfnlp time (> 1: tfnlp faster).
 
     pip install keras-hub==0.32.0   # benchmark-only dependency
-    python benchmarks/generation_benchmark.py [--rounds 3] [--json PATH]
+    python benchmarks/generation_benchmark.py [--quick] [--rounds 3] [--parts ...] [--json PATH]
 """
 
 import argparse
@@ -29,11 +52,11 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from _common import write_json  # noqa: E402  (benchmarks/_common.py)
+from _common import markdown_table, write_json  # noqa: E402  (benchmarks/_common.py)
 from tfnlp import models  # noqa: E402
 
 VOCABULARY, BATCH, PROMPT = 8000, 16, 32
-END, MASK = 3, 4
+START, END, MASK = 2, 3, 4
 
 
 def unilm():
@@ -47,14 +70,28 @@ def unilm():
     return model
 
 
-def timed(function, rounds):
-    function()  # trace
-    times = []
+def alternating(functions, rounds):
+    """Per-round seconds of each function, rounds alternating them (each traced first)."""
+    for function in functions:
+        function()  # trace (and compile)
+    times = [[] for _ in functions]
     for _ in range(rounds):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
+        for function, values in zip(functions, times, strict=True):
+            started = time.perf_counter()
+            function()
+            values.append(time.perf_counter() - started)
     return times
+
+
+def comparison_row(ours, theirs, length, **settings):
+    """ms per decoding step of both and the median per-round keras-hub / tfnlp time."""
+    return {
+        **settings, "new_tokens": length,
+        "tfnlp_ms_per_step": round(1000 * statistics.median(ours) / length, 2),
+        "keras_hub_ms_per_step": round(1000 * statistics.median(theirs) / length, 2),
+        "keras_hub_time_over_tfnlp": round(statistics.median(
+            t / o for o, t in zip(ours, theirs, strict=True)), 2),
+    }
 
 
 def cache_vs_recomputation(model, sources, rounds, lengths):
@@ -97,41 +134,137 @@ def keras_hub_comparison(model, sources, rounds, length):
         "padding_mask": np.pad(np.ones_like(prompt), [[0, 0], [0, length]]),
     }
     for jit in (True, False):
-        ours = timed(lambda jit=jit: model.generate(sources, end_id=END, mask_id=MASK,
-                                                    max_length=length, jit_compile=jit), rounds)
         lm = keras_hub.models.GPT2CausalLM(backbone, preprocessor=None)
         lm.compile(sampler="greedy", jit_compile=jit)
-        theirs = timed(lambda lm=lm: lm.generate(inputs, stop_token_ids=None), rounds)
-        row = {
-            "new_tokens": length, "jit_compile (both)": jit,
-            "tfnlp_unilm_ms_per_token_step": round(1000 * statistics.median(ours) / length, 2),
-            "keras_hub_gpt2_ms_per_token_step": round(1000 * statistics.median(theirs) / length, 2),
-            "keras_hub_time_over_tfnlp": round(statistics.median(theirs) / statistics.median(ours),
-                                               2),
-        }
+        ours, theirs = alternating([
+            lambda jit=jit: model.generate(sources, end_id=END, mask_id=MASK, max_length=length,
+                                           jit_compile=jit)["token_ids"].numpy(),
+            lambda lm=lm: lm.generate(inputs, stop_token_ids=None),
+        ], rounds)
+        row = comparison_row(ours, theirs, length, **{"jit_compile (both)": jit})
         print(json.dumps(row))
         rows.append(row)
     return rows
 
 
+def translator():
+    """`transformer_small` with one shared vocabulary (tied output), end token never chosen."""
+    keras.utils.set_random_seed(0)
+    model = models.TransformerSeq2Seq.from_preset("transformer_small", VOCABULARY, dropout=0.0)
+    bias = model.token_logits.bias  # never end: decode the full length
+    bias.assign(tf.tensor_scatter_nd_update(bias, [[END]], [-1e4]))
+    return model
+
+
+def translator_comparison(rounds, length):
+    import keras_hub
+
+    model = translator()
+    keras.utils.set_random_seed(0)
+    backbone = keras_hub.models.BartBackbone(
+        VOCABULARY, num_layers=3, num_heads=4, hidden_dim=256, intermediate_dim=1024,
+        dropout=0.0, max_sequence_length=max(128, 1 + length),
+    )
+    rng = np.random.default_rng(1)
+    sources = np.concatenate([rng.integers(5, VOCABULARY, (BATCH, PROMPT - 1)),
+                              np.full((BATCH, 1), END)], 1).astype("int32")  # S [SEP]
+    source_mask = np.ones_like(sources)
+    prompt = np.zeros((BATCH, 1 + length), "int32")  # the start token, then `length` slots
+    prompt[:, 0] = START
+    inputs = {
+        "encoder_token_ids": sources, "encoder_padding_mask": source_mask,
+        "decoder_token_ids": prompt, "decoder_padding_mask": (prompt != 0).astype("int32"),
+    }
+    sources, source_mask = tf.constant(sources), tf.constant(source_mask)
+
+    def ours(jit):
+        result = model.generate(sources, source_mask, start_id=START, end_id=END,
+                                max_length=length, jit_compile=jit)
+        assert int(tf.reduce_min(result["lengths"])) == length  # the full length decoded
+        return result["token_ids"].numpy()
+
+    def theirs(lm):
+        result = lm.generate(inputs, stop_token_ids=None)
+        assert result["decoder_token_ids"].shape == (BATCH, 1 + length)
+        return result
+
+    rows = []
+    for jit in (True, False):
+        lm = keras_hub.models.BartSeq2SeqLM(backbone, preprocessor=None)
+        lm.compile(sampler="greedy", jit_compile=jit)
+        times = alternating([lambda jit=jit: ours(jit), lambda lm=lm: theirs(lm)], rounds)
+        row = comparison_row(*times, length, **{
+            "sources": f"{BATCH} x {PROMPT}", "jit_compile (both)": jit,
+            "tfnlp_parameters": model.count_params(), "keras_hub_parameters": lm.count_params(),
+        })
+        print(json.dumps(row))
+        rows.append(row)
+    return rows
+
+
+def markdown(rows):
+    tables = []
+    if rows.get("cache_vs_recomputation"):
+        tables.append(markdown_table(
+            ["decoding", "new tokens", "cached tok/s", "recomputed tok/s", "cache speed-up"],
+            [("greedy" if r["beam_size"] == 1 else f"beam {r['beam_size']}", r["new_tokens"],
+              f"{r['cached_tokens_per_s']:,}", f"{r['recomputed_tokens_per_s']:,}",
+              r["cache_speedup"]) for r in rows["cache_vs_recomputation"]]))
+    for name, ours, theirs in (("vs_keras_hub", "tfnlp UniLM", "keras-hub GPT-2"),
+                               ("translator_vs_keras_hub", "tfnlp TransformerSeq2Seq",
+                                "keras-hub BART")):
+        if rows.get(name):
+            tables.append(markdown_table(
+                ["greedy, new tokens", "jit_compile", f"{ours} ms / step", f"{theirs} ms / step",
+                 "keras-hub time / tfnlp time"],
+                [(r["new_tokens"], "with" if r["jit_compile (both)"] else "without",
+                  r["tfnlp_ms_per_step"], r["keras_hub_ms_per_step"],
+                  r["keras_hub_time_over_tfnlp"]) for r in rows[name]]))
+    return "\n\n".join(tables)
+
+
+PARTS = ("cache", "gpt2", "translator")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 1 round, 16 new tokens, greedy and beam over 8 tokens")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 128])
-    parser.add_argument("--json", default="benchmarks/results/generation.json")
-    parser.add_argument("--only-keras-hub", action="store_true", help="skip part 1")
+    parser.add_argument("--lengths", type=int, nargs="+", default=[16, 64, 128],
+                        help="new tokens of part 1")
+    parser.add_argument("--new-tokens", type=int, default=64, help="new tokens of parts 2 and 3")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="cache: 1, gpt2: 2, translator: 3 (default: all)")
+    parser.add_argument("--only-keras-hub", action="store_true", help="parts 2 and 3 only")
+    parser.add_argument("--json", default=None,
+                        help="JSON results (default benchmarks/results/generation[_quick].json)")
     args = parser.parse_args()
-    model = unilm()
-    rng = np.random.default_rng(0)
-    sources = np.concatenate([np.full((BATCH, 1), 2), rng.integers(5, VOCABULARY, (BATCH, PROMPT - 2)),
-                              np.full((BATCH, 1), END)], 1)
-    sources = tf.constant(sources, tf.int32)
-    rows = {
-        "cache_vs_recomputation": [] if args.only_keras_hub else cache_vs_recomputation(
-            model, sources, args.rounds, args.lengths),
-        "vs_keras_hub": keras_hub_comparison(model, sources, args.rounds, 64),
-    }
+    if args.quick:
+        args.rounds, args.lengths, args.new_tokens = 1, [8], 16
+    if args.only_keras_hub:
+        args.parts = [p for p in args.parts if p != "cache"]
+    args.json = args.json or f"benchmarks/results/generation{'_quick' if args.quick else ''}.json"
+    rows = {}
+    if {"cache", "gpt2"} & set(args.parts):
+        model = unilm()
+        rng = np.random.default_rng(0)
+        sources = np.concatenate([np.full((BATCH, 1), START),
+                                  rng.integers(5, VOCABULARY, (BATCH, PROMPT - 2)),
+                                  np.full((BATCH, 1), END)], 1)
+        sources = tf.constant(sources, tf.int32)
+        if "cache" in args.parts:
+            rows["cache_vs_recomputation"] = cache_vs_recomputation(model, sources, args.rounds,
+                                                                    args.lengths)
+        if "gpt2" in args.parts:
+            rows["vs_keras_hub"] = keras_hub_comparison(model, sources, args.rounds,
+                                                        args.new_tokens)
+    if "translator" in args.parts:
+        rows["translator_vs_keras_hub"] = translator_comparison(args.rounds, args.new_tokens)
     write_json(args.json, rows, settings={k: v for k, v in vars(args).items() if k != "json"})
+    print()
+    print(markdown(rows))
+    print(f"\nwritten to {args.json}")
 
 
 if __name__ == "__main__":
