@@ -163,7 +163,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self._value_dense = self._projection("value", self._value_dim)
         self._value_dense.build((None, None, value_size))
         self._output_dense = keras.layers.EinsumDense(
-            "bnth,nhd->btd",
+            "btnh,nhd->btd",
             output_shape=(None, self.output_dim or query_size),
             bias_axes="d" if self.use_bias else None,
             kernel_initializer=self.kernel_initializer,
@@ -171,7 +171,7 @@ class MultiHeadAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention_output",
         )
-        self._output_dense.build((None, self.num_heads, None, self._value_dim))
+        self._output_dense.build((None, None, self.num_heads, self._value_dim))
         self._dropout_layer = Dropout(self.dropout, dtype=self.dtype_policy)
         self.built = True
 
@@ -192,7 +192,9 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def _project_key_value(self, value, key):
         """Keys and values stacked as a cache: `(B, 2, S, H, key_dim)`."""
-        return tf.stack([self._key_dense(key), self._value_dense(value)], axis=1)
+        return tf.stack(
+            [_project_heads(self._key_dense, key), _project_heads(self._value_dense, value)], axis=1
+        )
 
     def _check_cacheable(self):
         if self._value_dim != self.key_dim:
@@ -232,10 +234,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache is not None:
             value_mask = key_mask = None
 
-        query_proj = self._query_dense(query)  # (B, T, H, K)
+        query_proj = _project_heads(self._query_dense, query)  # (B, T, H, K)
         if cache is None:
-            key_proj = self._key_dense(key)  # (B, S, H, K)
-            value_proj = self._value_dense(value)  # (B, S, H, V)
+            key_proj = _project_heads(self._key_dense, key)  # (B, S, H, K)
+            value_proj = _project_heads(self._value_dense, value)  # (B, S, H, V)
         else:
             self._check_cacheable()
             if cache.shape.rank is not None and cache.shape.rank != 5:
@@ -274,7 +276,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
         dropped = self._dropout_layer(weights, training=training)
         context = tf.matmul(dropped, _heads_first(value_proj))  # (B, H, T, V)
-        output = self._output_dense(context)  # (B, T, D_out)
+        output = _merge_heads(self._output_dense, context)  # (B, T, D_out)
         if mask is not None:
             # A row with no visible key got uniform weights above; it sees
             # nothing, so its output (and returned weights) are zero.
@@ -310,6 +312,41 @@ class MultiHeadAttention(keras.layers.Layer):
 def _heads_first(projection):
     """`(B, T, H, K)` -> `(B, H, T, K)`."""
     return tf.transpose(projection, [0, 2, 1, 3])
+
+
+# The projections use their EinsumDense layers' weights (so weights, names
+# and checkpoints are unchanged) in one 2-D matmul each. Keras' einsum
+# "btd,dnh->btnh" runs as a batched matmul that broadcasts the kernel, so
+# its kernel gradient is one product per batch element summed afterwards;
+# as a 2-D matmul it is a single product (measured: a BERT-mini training
+# step's attention projections 2x faster).
+
+
+def _project_heads(layer, inputs):
+    """`(B, T, D)` through `layer` ("btd,dnh->btnh") -> `(B, T, H, K)`."""
+    inputs = tf.cast(inputs, layer.compute_dtype)  # as calling the layer would
+    kernel = tf.cast(layer.kernel, inputs.dtype)
+    size, heads, head_dim = kernel.shape
+    outputs = tf.matmul(tf.reshape(inputs, [-1, size]), tf.reshape(kernel, [size, heads * head_dim]))
+    if layer.bias is not None:
+        outputs += tf.reshape(tf.cast(layer.bias, outputs.dtype), [heads * head_dim])
+    outputs = tf.reshape(outputs, tf.concat([tf.shape(inputs)[:-1], [heads, head_dim]], 0))
+    outputs.set_shape(tuple(inputs.shape[:-1]) + (heads, head_dim))
+    return outputs
+
+
+def _merge_heads(layer, context):
+    """`(B, H, T, V)` through `layer` ("btnh,nhd->btd") -> `(B, T, D)`."""
+    kernel = tf.cast(layer.kernel, context.dtype)
+    heads, head_dim, size = kernel.shape
+    merged = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, heads * head_dim])
+    outputs = tf.matmul(merged, tf.reshape(kernel, [heads * head_dim, size]))
+    if layer.bias is not None:
+        outputs += tf.cast(layer.bias, outputs.dtype)
+    shape = tf.shape(context)
+    outputs = tf.reshape(outputs, [shape[0], shape[2], size])
+    outputs.set_shape([context.shape[0], context.shape[2], size])
+    return outputs
 
 
 def _check_cache_room(start_index, new_length, slots):
