@@ -166,11 +166,18 @@ PARTS = (
     ("vocabulary projection (MLM logits, fwd+bwd)",
      r"(mlm|masked_lm_head)[^/]*/(MatMul|add|einsum|Einsum|BiasAdd|Cast|matmul|token_embedding)"),
     ("dropout", r"dropout"),
+    ("layer norm", r"norm"),
+    # tfnlp's projections are 2-D matmuls (+ bias) named after the attention
+    # layer; its scores and context are batched matmuls.
+    ("Q/K/V/output projections",
+     r"(query|key|value|attention_output)"
+     r"|attention(_\d+)?/(add|MatMul)(_\d+)?(/[^:]*)?:_Mkl(NativeFused)?MatMul$"
+     r"|attention(_\d+)?/add(_\d+)?/Sum"),
     ("attention core (scores, softmax, context)",
      r"(self_attention|attention)[^/]*/(einsum|Einsum|MatMul|matmul|Softmax|SelectV2|transpose|mul|Cast)"),
-    ("Q/K/V/output projections", r"(query|key|value|attention_output)"),
+    ("layer-norm gradient, cross-entropy gradient (custom gradients, unscoped)",
+     r"^(mul|sub|Mean|TensorScatterSub)(_\d+)?:"),
     ("feed-forward dense + GELU", r"(intermediate|output_dense|feedforward)[^/]*/(Tensordot|MatMul|BiasAdd|Gelu|gelu)"),
-    ("layer norm", r"norm"),
     ("embeddings", r"embedding|StridedSliceGrad|UnsortedSegmentSum"),
     ("MLM transform + NSP + pooler", r"(mlm|masked_lm_head|nsp|pooler|pooled)"),
 )

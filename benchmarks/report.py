@@ -123,7 +123,9 @@ def parse(results):
 
 def load(directory):
     """[(name, parsed or None, error or None)] of every JSON file, in benchmark order."""
-    paths = sorted(glob.glob(os.path.join(directory, "*.json")))
+    # Smoke runs (`--quick`, written as *_quick.json) are not results.
+    paths = sorted(p for p in glob.glob(os.path.join(directory, "*.json"))
+                   if not p.endswith("_quick.json"))
 
     def key(path):
         name = os.path.splitext(os.path.basename(path))[0]
