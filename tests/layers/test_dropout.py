@@ -26,7 +26,8 @@ def test_drop_rate_and_scale(rate, shape):
     x = tf.ones(shape)
     out = layer(x, training=True).numpy()
     kept = out != 0
-    np.testing.assert_allclose(out[kept], 1.0 / (1.0 - rate), rtol=1e-6)
+    rounded = round(rate * 65536) / 65536  # the rate in 16-bit steps
+    np.testing.assert_allclose(out[kept], 1.0 / (1.0 - rounded), rtol=1e-6)
     n = kept.size
     dropped = n - kept.sum()
     # 5 standard deviations of a binomial(n, rate).
@@ -72,7 +73,7 @@ def test_gradient_is_the_mask_times_the_scale():
         out = layer(x, training=True)
         total = tf.reduce_sum(out)
     grad = tape.gradient(total, x).numpy()
-    np.testing.assert_allclose(grad, (out.numpy() != 0) / 0.6, rtol=1e-6)
+    np.testing.assert_allclose(grad, (out.numpy() != 0) / (1 - round(0.4 * 65536) / 65536), rtol=1e-6)
 
 
 def test_rate_near_one_does_not_overflow():
@@ -95,3 +96,12 @@ def test_same_config_as_keras_dropout():
     ours = Dropout(0.25, noise_shape=(None, 1), seed=9, name="d").get_config()
     theirs = keras.layers.Dropout(0.25, noise_shape=(None, 1), seed=9, name="d").get_config()
     assert ours == theirs
+
+
+def test_rate_one_gives_zeros_and_the_expectation_is_the_input():
+    np.testing.assert_array_equal(Dropout(1.0)(tf.ones((3, 4)), training=True), np.zeros((3, 4)))
+    # The scale uses the rounded rate: the mean of many draws is the input.
+    for rate in (0.1, 0.3, 0.99999):
+        out = Dropout(rate, seed=11)(tf.ones((2_000_000,)), training=True).numpy()
+        kept = (out != 0).mean()
+        np.testing.assert_allclose(out[out != 0][0] * kept, 1.0, rtol=5 * np.sqrt((1 - kept) / kept / out.size) + 1e-6)

@@ -66,3 +66,11 @@ def test_mixed_precision_computes_in_float32():
 def test_other_settings_fall_back_to_keras(kwargs):
     ours, theirs, x = _pair(**kwargs)
     np.testing.assert_allclose(ours(x), theirs(x), atol=1e-5)
+
+
+def test_float64_is_computed_in_float64():
+    x = tf.constant(RNG.normal(size=(4, 64)) + 1e4, tf.float64)
+    ours = LayerNormalization(dtype="float64")(x)
+    mean = x.numpy().mean(-1, keepdims=True)
+    expected = (x.numpy() - mean) / np.sqrt(x.numpy().var(-1, keepdims=True) + 1e-3)
+    np.testing.assert_allclose(ours, expected, atol=1e-9)

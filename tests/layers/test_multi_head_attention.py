@@ -296,3 +296,29 @@ def test_cache_needs_equal_key_and_value_dims():
     layer(x, x)
     with pytest.raises(ValueError, match="value_dim == key_dim"):
         layer(x, x, cache=tf.zeros((1, 2, 4, 2, 4)), cache_update_index=0)
+
+
+def test_int8_quantized_layer_stays_close_to_float():
+    # The projections skip EinsumDense.call for speed, except when quantized:
+    # the int8 kernel's scales are applied only by the layer itself.
+    inputs = keras.Input((5, 16))
+    model = keras.Model(inputs, MultiHeadAttention(num_heads=2, key_dim=8)(inputs, inputs))
+    x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+    before = model(x).numpy()
+    model.quantize("int8")
+    after = model(x).numpy()
+    np.testing.assert_allclose(after, before, atol=0.05 * np.abs(before).max())
+
+
+def test_lora_projections_equal_calling_the_layers():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    x = tf.random.stateless_normal((2, 3, 8), seed=(1, 1))
+    reference = layer(x, x)
+    for dense in (layer._query_dense, layer._key_dense, layer._value_dense, layer._output_dense):
+        dense.enable_lora(2)
+        dense.lora_kernel_b.assign(tf.random.stateless_normal(dense.lora_kernel_b.shape, seed=(2, 2)))
+    with_lora = layer(x, x)
+    assert np.abs(with_lora - reference).max() > 1e-3  # LoRA is applied...
+    # ...exactly as the layers' own call would apply it.
+    from tfnlp.layers.multi_head_attention import _project_heads
+    np.testing.assert_allclose(_project_heads(layer._query_dense, x), layer._query_dense(x), atol=1e-5)

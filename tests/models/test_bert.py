@@ -159,3 +159,19 @@ def test_sequence_longer_than_position_table_is_a_clear_error(backbone):
     x = _inputs(batch=1, length=40, padding=(0,))
     with pytest.raises(Exception, match="sequence_length"):
         backbone(x)
+
+
+def test_pretrainer_default_loss_equals_keras_sparse_cross_entropy(backbone):
+    # compile()'s faster cross-entropy keeps Keras' weighting and reduction.
+    pretrainer = models.BertPretrainer(backbone)
+    x = {**_inputs(), "masked_positions": np.array([[1, 2], [3, 4], [0, 1]], "int32")}
+    y = {"mlm": np.array([[7, 8], [9, 10], [11, 12]], "int32"), "nsp": np.array([0, 1, 0], "int32")}
+    weights = {"mlm": np.array([[1, 1], [1, 0], [1, 1]], "float32"), "nsp": np.ones(3, "float32")}
+    outputs = pretrainer(x)
+    keras_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    pretrainer.compile(weighted_metrics=[])
+    for name in ("mlm", "nsp"):
+        ours = pretrainer.loss[name](y[name], outputs[name], sample_weight=weights[name])
+        np.testing.assert_allclose(
+            ours, keras_loss(y[name], outputs[name], sample_weight=weights[name]), rtol=1e-6
+        )

@@ -147,3 +147,12 @@ def test_fused_adamw_serializes_and_falls_back_for_amsgrad():
         restored.apply([tf.constant([0.5, -0.5])], [variable])
         keras_optimizer.apply([tf.constant([0.5, -0.5])], [reference])
     np.testing.assert_allclose(variable.numpy(), reference.numpy(), atol=1e-7)
+
+
+def test_fast_cross_entropy_keeps_precision_with_large_logits_and_checks_shapes():
+    logits = tf.constant([[1e4, 1e4 - 1.2345, 1e4 - 3.0]])
+    expected = tf.nn.sparse_softmax_cross_entropy_with_logits(tf.constant([1]), logits)
+    np.testing.assert_allclose(sparse_softmax_cross_entropy(tf.constant([1]), logits), expected,
+                               atol=2e-6)
+    with pytest.raises(ValueError, match="labels"):
+        sparse_softmax_cross_entropy(tf.zeros((4, 3), tf.int32), tf.zeros((3, 4, 7)))

@@ -15,8 +15,10 @@ class Dropout(keras.layers.Dropout):
     32-bit word of the same stateless Philox stream into two 16-bit draws,
     so it generates half the random bits, and keeps an element when its
     draw is at least `round(rate * 65536)`: the drop probability is `rate`
-    rounded to a multiple of 1/65,536 (0.1 becomes 0.100006). Kept elements
-    are scaled by `1 / (1 - rate)` as in Keras. Measured on the project CPU
+    rounded to a multiple of 1/65,536 (0.1 becomes 0.100006; a rate below
+    1/131,072 drops nothing, one above 1 - 1/65,536 keeps 1/65,536). Kept
+    elements are scaled by `1 / (1 - rounded rate)`, so the expected output
+    is exactly the input; `rate=1` gives zeros, as in Keras. Measured on the project CPU
     over a `(32, 8, 128, 128)` attention-weights tensor: 6.2 ms against
     Keras' 14.0 ms.
 
@@ -53,6 +55,8 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
+        if self.rate >= 1:
+            return tf.zeros_like(inputs)  # as Keras
         if keras.backend.backend() != "tensorflow":
             return super().call(inputs, training=training)
         inputs = tf.convert_to_tensor(inputs)
@@ -72,5 +76,6 @@ class Dropout(keras.layers.Dropout):
         low = tf.bitwise.bitwise_and(words, _LEVELS - 1) >= threshold
         high = words >= tf.constant(threshold * _LEVELS, tf.uint32)
         keep = tf.reshape(tf.concat([low, high], 0)[:size], shape)
-        scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
+        # 1 / (1 - rounded rate): the expectation stays exactly the input.
+        scale = tf.cast(_LEVELS / (_LEVELS - threshold), inputs.dtype)
         return tf.where(keep, inputs * scale, tf.zeros((), inputs.dtype))

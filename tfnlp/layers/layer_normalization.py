@@ -9,7 +9,8 @@ class LayerNormalization(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization`, with a faster backward pass over the last axis.
 
     `y = γ (x - μ) / √(σ² + ε) + β`, statistics over the last axis,
-    computed in float32 (also under mixed precision, as Keras does). The
+    computed in float32 under mixed precision (as Keras does) and in
+    float64 for float64 inputs. The
     gradient with respect to `x` is written out,
     `dx = (g - mean(g) - x̂ mean(g x̂)) / √(σ² + ε)` with `g = γ dy`,
     instead of being derived op by op through the moments: on the project
@@ -49,16 +50,19 @@ class LayerNormalization(keras.layers.LayerNormalization):
         axis = self.axis if isinstance(self.axis, int) else (
             self.axis[0] if len(self.axis) == 1 else None
         )
-        rank = len(inputs.shape)
+        rank = inputs.shape.rank if hasattr(inputs.shape, "rank") else len(inputs.shape)
         if (
             keras.backend.backend() != "tensorflow"
+            or rank is None
             or axis not in (-1, rank - 1)
             or self.rms_scaling
             or not (self.center and self.scale)
         ):
             return super().call(inputs)
-        normalized = _normalize(tf.cast(inputs, tf.float32), float(self.epsilon))
-        outputs = normalized * tf.cast(self.gamma, tf.float32) + tf.cast(self.beta, tf.float32)
+        # float16/bfloat16 are normalized in float32 (as Keras); float64 stays float64.
+        dtype = tf.float64 if inputs.dtype == tf.float64 else tf.float32
+        normalized = _normalize(tf.cast(inputs, dtype), float(self.epsilon))
+        outputs = normalized * tf.cast(self.gamma, dtype) + tf.cast(self.beta, dtype)
         return tf.cast(outputs, self.compute_dtype)
 
 

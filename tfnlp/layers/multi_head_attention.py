@@ -319,11 +319,14 @@ def _heads_first(projection):
 # "btd,dnh->btnh" runs as a batched matmul that broadcasts the kernel, so
 # its kernel gradient is one product per batch element summed afterwards;
 # as a 2-D matmul it is a single product (measured: a BERT-mini training
-# step's attention projections 2x faster).
+# step's attention projections 2x faster). A quantized layer is called
+# instead: its kernel holds integers whose scales only the layer applies.
 
 
 def _project_heads(layer, inputs):
     """`(B, T, D)` through `layer` ("btd,dnh->btnh") -> `(B, T, H, K)`."""
+    if layer.quantization_mode is not None:
+        return layer(inputs)  # int8/float8/...: only the layer knows its scales
     inputs = tf.cast(inputs, layer.compute_dtype)  # as calling the layer would
     kernel = tf.cast(layer.kernel, inputs.dtype)
     size, heads, head_dim = kernel.shape
@@ -337,6 +340,8 @@ def _project_heads(layer, inputs):
 
 def _merge_heads(layer, context):
     """`(B, H, T, V)` through `layer` ("btnh,nhd->btd") -> `(B, T, D)`."""
+    if layer.quantization_mode is not None:
+        return layer(_heads_first(context))  # the same transpose back
     kernel = tf.cast(layer.kernel, context.dtype)
     heads, head_dim, size = kernel.shape
     merged = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, heads * head_dim])

@@ -21,7 +21,9 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     thread (`benchmarks/bert_benchmark.py --profile` shows where the time goes).
 
     Computed in float32 whatever the logits' dtype. An out-of-range label
-    raises `InvalidArgumentError` (from the gather) on CPU.
+    raises `InvalidArgumentError` (from the gather) on CPU; on GPU, where a
+    gather out of range reads 0, it gives a finite wrong loss (the fused op
+    gives NaN), so validate labels in the input pipeline.
 
     Args:
         labels: int tensor `(...)`, values in `[0, V)`.
@@ -39,8 +41,15 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     """
     logits = tf.cast(logits, tf.float32)
     labels = tf.cast(labels, tf.int32)
+    if (labels.shape.rank is not None and logits.shape.rank is not None
+            and not labels.shape.is_compatible_with(logits.shape[:-1])):
+        raise ValueError(
+            f"`labels` must have the shape of `logits` without its last axis "
+            f"({logits.shape[:-1]}), got {labels.shape}."
+        )
     shape = tf.shape(labels)
-    flat_logits = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
+    classes = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
+    flat_logits = tf.reshape(logits, [-1, classes])
     loss = _cross_entropy(flat_logits, tf.reshape(labels, [-1]), float(label_smoothing))
     return tf.reshape(loss, shape)
 
@@ -49,10 +58,13 @@ def _cross_entropy(logits, labels, smoothing):
     @tf.custom_gradient
     def forward(logits):
         probabilities = tf.nn.softmax(logits)
-        lse = tf.reduce_max(logits, -1) - tf.math.log(tf.reduce_max(probabilities, -1))
-        loss = lse - (1.0 - smoothing) * tf.gather(logits, labels, batch_dims=1)
+        largest = tf.reduce_max(logits, -1)
+        # lse - l_y = (max - l_y) - log(max p): differences of logits first,
+        # so large logits lose no precision.
+        loss = (1.0 - smoothing) * (largest - tf.gather(logits, labels, batch_dims=1))
         if smoothing:
-            loss -= smoothing * tf.reduce_mean(logits, -1)
+            loss += smoothing * (largest - tf.reduce_mean(logits, -1))
+        loss -= tf.math.log(tf.reduce_max(probabilities, -1))
 
         def grad(upstream):
             upstream = tf.cast(upstream, tf.float32)
