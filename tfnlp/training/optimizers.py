@@ -18,8 +18,11 @@ class AdamW(keras.optimizers.AdamW):
     pass over the variable instead of about ten element-wise ops, each
     reading and writing the whole tensor. At BERT's 30,522 x H embedding that
     is what the optimizer's time goes to (see `benchmarks/bert_benchmark.py`).
-    Results equal Keras' to float32 rounding (tested). AMSGrad, and backends
-    other than TensorFlow, fall back to Keras' own update.
+    Results equal Keras' to float32 rounding (tested). Sparse gradients
+    (`IndexedSlices`) are summed into a dense one first, which also makes
+    the update right under `MirroredStrategy`, where the all-reduced slices
+    repeat rows and Keras' own AdamW squares each repeat separately.
+    AMSGrad, and backends other than TensorFlow, fall back to Keras' update.
 
     Args:
         **kwargs: `keras.optimizers.AdamW` arguments.
