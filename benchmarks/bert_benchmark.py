@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import write_json  # noqa: E402
+from _common import markdown_table, write_json  # noqa: E402
 from machine_benchmark import matmul_peak_gflops  # noqa: E402
 
 from tfnlp import models  # noqa: E402
@@ -261,18 +261,18 @@ def main():
     peaks = {dtype: matmul_peak_gflops(dtype, repeats=3) for dtype in ("float32", "bfloat16")}
     print(f"matmul peak (this run): float32 {peaks['float32']:.0f} GFLOP/s, "
           f"bfloat16 {peaks['bfloat16']:.0f} GFLOP/s")
-    print("| preset | policy | XLA | train tfnlp tok/s | train keras-hub tok/s | train speed-up "
-          "| train MFU tfnlp | train MFU keras-hub | infer tfnlp tok/s | infer keras-hub tok/s "
-          "| infer speed-up |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in results:
-        add_mfu(r, peaks)
-        print(f"| {r['preset']} | {r['policy']} | {r['jit_compile']} "
-              f"| {r['train_tfnlp_tokens_per_s']:,} "
-              f"| {r['train_keras_hub_tokens_per_s']:,} | {r['train_speedup']:.2f} "
-              f"| {r['train_tfnlp_mfu']:.0%} | {r['train_keras_hub_mfu']:.0%} "
-              f"| {r['infer_tfnlp_tokens_per_s']:,} | {r['infer_keras_hub_tokens_per_s']:,} "
-              f"| {r['infer_speedup']:.2f} |")
+    header = ["preset", "policy", "XLA", "train tfnlp tok/s", "train keras-hub tok/s",
+              "train speed-up", "train MFU tfnlp", "train MFU keras-hub", "infer tfnlp tok/s",
+              "infer keras-hub tok/s", "infer speed-up"]
+    rows = [
+        [r["preset"], r["policy"], r["jit_compile"], f"{r['train_tfnlp_tokens_per_s']:,}",
+         f"{r['train_keras_hub_tokens_per_s']:,}", f"{r['train_speedup']:.2f}",
+         f"{r['train_tfnlp_mfu']:.0%}", f"{r['train_keras_hub_mfu']:.0%}",
+         f"{r['infer_tfnlp_tokens_per_s']:,}", f"{r['infer_keras_hub_tokens_per_s']:,}",
+         f"{r['infer_speedup']:.2f}"]
+        for r in (add_mfu(r, peaks) for r in results)
+    ]
+    print(markdown_table(header, rows))
     write_json(args.json or "benchmarks/results/bert.json", results,
                matmul_peak_gflops={k: round(v) for k, v in peaks.items()})
 

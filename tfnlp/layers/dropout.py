@@ -57,8 +57,6 @@ class Dropout(keras.layers.Dropout):
             return inputs
         if self.rate >= 1:
             return tf.zeros_like(inputs)  # as Keras
-        if keras.backend.backend() != "tensorflow":
-            return super().call(inputs, training=training)
         inputs = tf.convert_to_tensor(inputs)
         shape = tf.shape(inputs)
         if self.noise_shape is not None:

@@ -51,12 +51,8 @@ class LayerNormalization(keras.layers.LayerNormalization):
             self.axis[0] if len(self.axis) == 1 else None
         )
         rank = inputs.shape.rank if hasattr(inputs.shape, "rank") else len(inputs.shape)
-        if (
-            keras.backend.backend() != "tensorflow"
-            or rank is None
-            or axis not in (-1, rank - 1)
-            or self.rms_scaling
-            or not (self.center and self.scale)
+        if rank is None or axis not in (-1, rank - 1) or self.rms_scaling or not (
+            self.center and self.scale
         ):
             return super().call(inputs)
         # float16/bfloat16 are normalized in float32 (as Keras); float64 stays float64.

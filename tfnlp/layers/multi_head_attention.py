@@ -310,7 +310,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
 
 def _heads_first(projection):
-    """`(B, T, H, K)` -> `(B, H, T, K)`."""
+    """`(B, T, H, K)` <-> `(B, H, T, K)` (the permutation is its own inverse)."""
     return tf.transpose(projection, [0, 2, 1, 3])
 
 
@@ -323,16 +323,22 @@ def _heads_first(projection):
 # instead: its kernel holds integers whose scales only the layer applies.
 
 
+def _flat_dense(layer, flat, in_size, out_size):
+    """`flat` `(N, in_size)` times `layer`'s kernel and bias, both flattened."""
+    kernel = tf.reshape(tf.cast(layer.kernel, flat.dtype), [in_size, out_size])
+    outputs = tf.matmul(flat, kernel)
+    if layer.bias is not None:
+        outputs += tf.reshape(tf.cast(layer.bias, outputs.dtype), [out_size])
+    return outputs
+
+
 def _project_heads(layer, inputs):
     """`(B, T, D)` through `layer` ("btd,dnh->btnh") -> `(B, T, H, K)`."""
     if layer.quantization_mode is not None:
         return layer(inputs)  # int8/float8/...: only the layer knows its scales
     inputs = tf.cast(inputs, layer.compute_dtype)  # as calling the layer would
-    kernel = tf.cast(layer.kernel, inputs.dtype)
-    size, heads, head_dim = kernel.shape
-    outputs = tf.matmul(tf.reshape(inputs, [-1, size]), tf.reshape(kernel, [size, heads * head_dim]))
-    if layer.bias is not None:
-        outputs += tf.reshape(tf.cast(layer.bias, outputs.dtype), [heads * head_dim])
+    size, heads, head_dim = layer.kernel.shape
+    outputs = _flat_dense(layer, tf.reshape(inputs, [-1, size]), size, heads * head_dim)
     outputs = tf.reshape(outputs, tf.concat([tf.shape(inputs)[:-1], [heads, head_dim]], 0))
     outputs.set_shape(tuple(inputs.shape[:-1]) + (heads, head_dim))
     return outputs
@@ -340,17 +346,14 @@ def _project_heads(layer, inputs):
 
 def _merge_heads(layer, context):
     """`(B, H, T, V)` through `layer` ("btnh,nhd->btd") -> `(B, T, D)`."""
+    context = _heads_first(context)  # back to (B, T, H, V)
     if layer.quantization_mode is not None:
-        return layer(_heads_first(context))  # the same transpose back
-    kernel = tf.cast(layer.kernel, context.dtype)
-    heads, head_dim, size = kernel.shape
-    merged = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, heads * head_dim])
-    outputs = tf.matmul(merged, tf.reshape(kernel, [heads * head_dim, size]))
-    if layer.bias is not None:
-        outputs += tf.cast(layer.bias, outputs.dtype)
+        return layer(context)
+    heads, head_dim, size = layer.kernel.shape
+    outputs = _flat_dense(layer, tf.reshape(context, [-1, heads * head_dim]), heads * head_dim, size)
     shape = tf.shape(context)
-    outputs = tf.reshape(outputs, [shape[0], shape[2], size])
-    outputs.set_shape([context.shape[0], context.shape[2], size])
+    outputs = tf.reshape(outputs, [shape[0], shape[1], size])
+    outputs.set_shape([context.shape[0], context.shape[1], size])
     return outputs
 
 

@@ -66,8 +66,7 @@ def _cross_entropy(logits, labels, smoothing):
             loss += smoothing * (largest - tf.reduce_mean(logits, -1))
         loss -= tf.math.log(tf.reduce_max(probabilities, -1))
 
-        def grad(upstream):
-            upstream = tf.cast(upstream, tf.float32)
+        def grad(upstream):  # float32, as the loss
             scaled = upstream[:, None] * probabilities
             if smoothing:
                 scaled -= upstream[:, None] * (smoothing / tf.cast(tf.shape(logits)[-1], tf.float32))

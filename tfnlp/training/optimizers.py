@@ -22,7 +22,7 @@ class AdamW(keras.optimizers.AdamW):
     (`IndexedSlices`) are summed into a dense one first, which also makes
     the update right under `MirroredStrategy`, where the all-reduced slices
     repeat rows and Keras' own AdamW squares each repeat separately.
-    AMSGrad, and backends other than TensorFlow, fall back to Keras' update.
+    AMSGrad falls back to Keras' update.
 
     Args:
         **kwargs: `keras.optimizers.AdamW` arguments.
@@ -36,16 +36,13 @@ class AdamW(keras.optimizers.AdamW):
     [0.99899, 2.00098]
     """
 
-    def _fused(self):
-        return not self.amsgrad and keras.backend.backend() == "tensorflow"
-
     def _apply_weight_decay(self, variables):
-        if not self._fused():
+        if self.amsgrad:
             super()._apply_weight_decay(variables)
         # Otherwise update_step decays each variable with one fused kernel.
 
     def update_step(self, gradient, variable, learning_rate):
-        if not self._fused():
+        if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
         if isinstance(variable, keras.Variable):
             variable = variable.value
