@@ -33,6 +33,18 @@ def test_split_words_keeps_case_and_splits_punctuation():
     assert words[1] == [] and words[2] == [b"bad", "\ufffd".encode()]  # U+FFFD is a symbol
 
 
+def test_sentence_tokens_read_at_most_max_input_bytes_and_never_half_a_character():
+    texts = tf.constant(["ab é cd", "ab", "x" * 1000, b"ok \xff"])
+    tokens = data.sentence_tokens(texts, 6, max_input_bytes=4).to_list()
+    # "ab é" is 5 bytes: the cut at 4 would split "é", which is dropped whole.
+    assert tokens[0] == [b"<S>", b"ab", b"</S>"]
+    assert tokens[1] == [b"<S>", b"ab", b"</S>"]
+    assert tokens[2] == [b"<S>", b"xxxx", b"</S>"]
+    assert tokens[3] == [b"<S>", b"ok", "\ufffd".encode(), b"</S>"]  # broken bytes kept, replaced
+    with pytest.raises(ValueError, match="max_input_bytes"):
+        data.sentence_tokens(texts, 6, max_input_bytes=0)
+
+
 def test_word_vocabulary():
     vocabulary = data.build_word_vocabulary(["the cat", "the dog", "The cat"], max_size=6)
     assert vocabulary == ["<S>", "</S>", "<UNK>", "cat", "the", "The"]

@@ -1,9 +1,15 @@
 """Calls a SavedModel's signatures in a new Python process without tfnlp."""
 
 import json
+import os
+import select
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
+
+import numpy as np
 
 _LOADER = textwrap.dedent(
     """
@@ -42,3 +48,133 @@ def serve(path, calls, tmp_path):
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# --- A long-lived fresh process, for property tests that call a signature many times ---
+
+_SERVER = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # registers the ops; tfnlp itself is never imported
+    assert "tfnlp" not in sys.modules
+    model = tf.saved_model.load(sys.argv[1])
+    print("@@ready", flush=True)
+    for line in sys.stdin:
+        call = json.loads(line)
+        inputs = {k: tf.constant([t.encode("latin-1") for t in v], tf.string)
+                  for k, v in call["inputs"].items()}
+        try:
+            outputs = model.signatures[call["signature"]](**inputs)
+            reply = {"outputs": {k: {"shape": v.shape.as_list(), "dtype": v.dtype.name,
+                                     "values": v.numpy().tolist()} for k, v in outputs.items()}}
+        except Exception as error:  # reported to the test, which fails on it
+            reply = {"error": f"{type(error).__name__}: {error}"[-3000:]}
+        print("@@" + json.dumps(reply, default=lambda b: b.decode("utf-8", "replace")), flush=True)
+    """
+)
+
+
+class ServingProcess:
+    """A SavedModel loaded once in a new Python process without tfnlp, called over pipes.
+
+    `process(signature, **inputs)` sends one request (each input a list of
+    `str` or `bytes`, any bytes at all) and returns `{output: np.ndarray}`
+    with the served shapes; a signature that raises, a process that dies, or
+    a call that takes longer than `timeout` seconds fails the test.
+    """
+
+    def __init__(self, path, timeout=120):
+        self.timeout = timeout
+        self._log = tempfile.TemporaryFile()  # TensorFlow's stderr, shown on failure
+        self._process = subprocess.Popen([sys.executable, "-c", _SERVER, path], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=self._log)
+        self._buffer = b""
+        assert self._read_reply(timeout=300) == "ready"
+
+    def _read_reply(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            line, newline, rest = self._buffer.partition(b"\n")
+            if newline:
+                self._buffer = rest
+                if line.startswith(b"@@"):
+                    return line[2:].decode()
+                continue  # anything else a library printed
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self._process.stdout], [], [], max(left, 0))
+            chunk = os.read(self._process.stdout.fileno(), 1 << 20) if ready else None
+            if not chunk:
+                self._log.seek(0)
+                reason = "timed out" if chunk is None else f"died ({self._process.poll()})"
+                raise AssertionError(f"the serving process {reason}:\n{self._log.read()[-3000:].decode()}")
+            self._buffer += chunk
+
+    def __call__(self, signature, **inputs):
+        request = {"signature": signature,
+                   "inputs": {k: [as_bytes(t) for t in v] for k, v in inputs.items()}}
+        self._process.stdin.write((json.dumps(request) + "\n").encode())
+        self._process.stdin.flush()
+        reply = json.loads(self._read_reply(self.timeout))
+        assert "error" not in reply, f"{signature}{inputs!r:.300} raised {reply.get('error')}"
+        return {name: _array(output) for name, output in reply["outputs"].items()}
+
+    def close(self):
+        self._process.stdin.close()
+        self._process.wait(timeout=60)
+        self._log.close()
+
+
+def _array(output):
+    if output["dtype"] == "string":
+        values = np.array(output["values"], dtype=object)
+    else:
+        values = np.array(output["values"], dtype=output["dtype"])
+    return values.reshape(output["shape"])
+
+
+# Texts no user should be able to break a server with: empty and blank, control
+# characters and NUL, right-to-left and combining marks, emoji, CJK, Arabic,
+# invalid UTF-8 (lone continuation and lead bytes, overlong forms, surrogates
+# encoded), the tokenizer's own special tokens, and 1 MB texts.
+HOSTILE_TEXTS = (
+    "", " ", "\t\n\r \u3000\u00a0", "\x00", "a\x00b\x07\x1b[31m", "\u202eright-to-left\u202c",
+    "e\u0301\u0301\u0301 \u0327", "\U0001F600\U0001F44D\U0001F3FD \u2764\ufe0f", "中文字符很长",
+    "مرحبا بالعالم", "[CLS] [SEP] [PAD] [MASK] [UNK] <S> </S>", b"\xff\xfe", b"\xc3", b"\x80abc",
+    b"\xc0\xaf", b"\xed\xa0\x80", "x" * 1_000_000, "word " * 200_000, "中" * 350_000,
+    b"\xff" * 1_000_000, "[MASK] " * 150_000,
+)
+
+
+def text_strategy():
+    """Any text: arbitrary Unicode, arbitrary bytes, or one of `HOSTILE_TEXTS`."""
+    from hypothesis import strategies as st
+
+    return st.one_of(st.sampled_from(HOSTILE_TEXTS), st.text(max_size=60), st.binary(max_size=60))
+
+
+def check_any_batch_is_served(process, signature, names, check, max_examples=25):
+    """Property: every batch (0-4 rows of any texts, one per input in `names`) is served.
+
+    Each output's first dimension is the batch size, every float output is
+    finite, and `check(outputs, batch_size)` holds (the signature's own
+    documented shapes and ranges).
+    """
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    rows = st.lists(st.tuples(*[text_strategy()] * len(names)), max_size=4)
+
+    @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(rows=rows)
+    def served(rows):
+        outputs = process(signature, **{name: [row[i] for row in rows] for i, name in enumerate(names)})
+        for name, value in outputs.items():
+            assert value.shape[:1] == (len(rows),), (name, value.shape)
+            if value.dtype.kind == "f":
+                assert np.isfinite(value).all(), name
+        check(outputs, len(rows))
+
+    served()

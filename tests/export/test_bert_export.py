@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import serve
+from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 
@@ -87,3 +87,37 @@ def test_saved_model_cli_lists_the_signatures(bert, tmp_path, kind):
                            timeout=300, check=True).stdout
     for name in names:
         assert name in shown
+
+
+def _encoded(outputs, batch):
+    assert outputs["sequence_output"].shape == (batch, 24, 128)
+    assert outputs["pooled_output"].shape == (batch, 128)
+    mask = outputs["padding_mask"]
+    assert mask.shape == (batch, 24) and set(np.unique(mask)) <= {0, 1}
+    assert (mask[:, 0] == 1).all() and (np.diff(mask, axis=1) <= 0).all()  # [CLS] first, padding last
+
+
+def _filled(outputs, batch):
+    probabilities, count = outputs["probabilities"], outputs["mask_count"]
+    assert probabilities.shape == outputs["tokens"].shape == (batch, 2, 3)
+    assert ((count >= 0) & (count <= 2)).all()
+    assert ((probabilities >= 0) & (probabilities <= 1)).all() and (np.diff(probabilities, axis=-1) <= 0).all()
+    answered = np.arange(2)[None, :] < count[:, None]
+    assert (probabilities[answered].sum(-1) <= 1 + 1e-5).all() and not probabilities[~answered].any()
+
+
+@pytest.mark.parametrize("signature, names", [
+    ("serving_default", ["text"]), ("encode_pairs", ["text_a", "text_b"]), ("fill_mask", ["text"]),
+])
+def test_any_batch_of_any_text_is_served(bert, tmp_path, signature, names):
+    backbone, pretrainer, preprocessor = bert
+    if signature == "fill_mask":
+        path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
+        signature, check = "serving_default", _filled
+    else:
+        path, check = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert")), _encoded
+    process = ServingProcess(path)
+    try:
+        check_any_batch_is_served(process, signature, names, check)
+    finally:
+        process.close()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import serve
+from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 TEXTS = ["Great coffee, will buy again!", "stale and bland", "", "   ", "x" * 300_000,
@@ -81,6 +81,27 @@ def test_bad_input_gives_valid_results(exported, tmp_path):
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)
     assert np.array(served[1]["probabilities"]).reshape(-1, 2).shape == (0, 2)  # empty batch
+
+
+@pytest.fixture(scope="module")
+def server(exported):
+    process = ServingProcess(exported[0])
+    yield process
+    process.close()
+
+
+def _valid_classes(outputs, batch):
+    probabilities = outputs["probabilities"]
+    assert probabilities.shape == (batch, 2) and (probabilities >= 0).all()
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    assert outputs["label_id"].shape == outputs["label"].shape == (batch,)
+    assert all(["other", "great"][i] == label for i, label in zip(outputs["label_id"], outputs["label"], strict=True))
+
+
+@pytest.mark.parametrize("signature, names", [("serving_default", ["text"]),
+                                              ("classify_pairs", ["text_a", "text_b"])])
+def test_any_batch_of_any_text_is_classified(server, signature, names):
+    check_any_batch_is_served(server, signature, names, _valid_classes)
 
 
 def test_a_probability_classifier_is_not_softmaxed_twice(corpus_vocabulary):

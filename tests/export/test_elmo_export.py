@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import serve
+from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 MAX_TOKENS = 8
@@ -27,7 +27,7 @@ WORDS = [  # what each text becomes, markers included, before padding
     ["<S>", "broken", "\ufffd", "\ufffd", "utf", "-", "8", "</S>"],
     ["<S>", "emoji", "\U0001F600", "中文", "</S>"],
     ["<S>", *["word"] * (MAX_TOKENS - 2), "</S>"],
-    ["<S>", "x" * 1_000_000, "</S>"],
+    ["<S>", "x" * 100_000, "</S>"],  # cut to `max_input_bytes` before splitting
 ]
 
 
@@ -118,6 +118,24 @@ def test_a_mixed_bfloat16_bilm_serves_float32_and_the_mean_of_its_layers(tmp_pat
     # bfloat16 keeps 8 bits: graph and eager round differently.
     np.testing.assert_allclose(layers, tf.cast(expected, tf.float32), atol=3e-2)
     assert np.abs(layers).max() > 0 and np.isfinite(layers).all()
+
+
+def _embedded(outputs, batch):
+    length = outputs["words"].shape[1]
+    assert 2 <= length <= MAX_TOKENS
+    assert outputs["elmo"].shape == (batch, length, 16) and outputs["layers"].shape == (batch, 3, length, 16)
+    mask = outputs["padding_mask"]
+    assert mask.shape == (batch, length) and (mask.sum(1) >= 2).all()  # <S> and </S> at least
+    assert not outputs["elmo"][mask == 0].any()
+    assert all(row[0] == "<S>" and row[n - 1] == "</S>" for row, n in zip(outputs["words"], mask.sum(1), strict=True))
+
+
+def test_any_batch_of_any_text_is_embedded(exported):
+    process = ServingProcess(exported[0])
+    try:
+        check_any_batch_is_served(process, "serving_default", ["text"], _embedded)
+    finally:
+        process.close()
 
 
 def test_bad_arguments_are_refused(exported, tmp_path):

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tests.export.fresh_process import serve
+from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 SOURCE_LENGTH, MAX_LENGTH = 12, 9
@@ -75,6 +75,22 @@ def test_every_input_terminates_with_finite_scores(exported, tmp_path):
     assert len(set(lengths.tolist())) > 1, "the end token must be able to stop decoding"
     assert np.all(np.isfinite(result["scores"]))
     assert np.array(result["token_ids"]).shape == (len(TEXTS), MAX_LENGTH)
+
+
+def _terminated(outputs, batch):
+    assert outputs["token_ids"].shape == (batch, MAX_LENGTH) and outputs["output_text"].shape == (batch,)
+    assert ((outputs["lengths"] >= 1) & (outputs["lengths"] <= MAX_LENGTH)).all()
+    assert (outputs["scores"] <= 0).all()  # log-probabilities (length-normalised)
+    beyond = np.arange(MAX_LENGTH)[None, :] >= outputs["lengths"][:, None]
+    assert not outputs["token_ids"][beyond].any()  # padding after the end
+
+
+def test_any_batch_of_any_text_terminates_within_max_length(exported):
+    process = ServingProcess(exported[0])
+    try:
+        check_any_batch_is_served(process, "serving_default", ["text"], _terminated)
+    finally:
+        process.close()
 
 
 def test_empty_batch(exported):

@@ -5,6 +5,7 @@ import collections
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp.data._tensors import cut_at_character
 from tfnlp.data._tensors import dense_row
 from tfnlp.layers import _validation
 
@@ -39,16 +40,20 @@ def split_words(texts):
     return tf_text.regex_split(texts, _WORD_PATTERN, _KEEP_PATTERN)
 
 
-def sentence_tokens(texts, max_tokens):
+def sentence_tokens(texts, max_tokens, max_input_bytes=100_000):
     """Texts -> ELMo's token sequences `<S> w_1 .. w_n </S>`, at most `max_tokens` each.
 
-    Words come from `split_words`; a longer text keeps its first
-    `max_tokens - 2` words. Training (`elmo_dataset`) and serving
+    Each text is first cut to its first `max_input_bytes` bytes (never
+    inside a character), so the work is bounded whatever the text's
+    length; words then come from `split_words`, and a longer text keeps its
+    first `max_tokens - 2` words. Training (`elmo_dataset`) and serving
     (`tfnlp.export.export_elmo`) both build sentences this way.
 
     Args:
         texts: `tf.string` tensor `(B,)`.
         max_tokens: int, tokens per text, the two markers included (>= 2).
+        max_input_bytes: int, the longest text read, in bytes (default
+            100,000: far more than `max_tokens` words of any real text).
 
     Returns:
         `tf.RaggedTensor` of `tf.string` `(B, None)`.
@@ -61,7 +66,8 @@ def sentence_tokens(texts, max_tokens):
     max_tokens = _validation.positive_int("max_tokens", max_tokens)
     if max_tokens < 2:
         raise ValueError(f"`max_tokens` must be at least 2 (<S> and </S>), got {max_tokens}.")
-    words = split_words(texts)[:, : max_tokens - 2]
+    max_input_bytes = _validation.positive_int("max_input_bytes", max_input_bytes)
+    words = split_words(cut_at_character(texts, max_input_bytes))[:, : max_tokens - 2]
     count = words.nrows()
     return tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
 

@@ -6,52 +6,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data import vocabulary as vocabulary_lib
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
-
-
-# Byte -> length of the UTF-8 character it starts: 0 for a continuation byte
-# (10xxxxxx), 2 to 4 for a lead byte, 1 for ASCII and bytes no character starts with.
-_CHARACTER_LENGTHS = [1] * 0x80 + [0] * 0x40 + [1] * 2 + [2] * 30 + [3] * 16 + [4] * 5 + [1] * 11
-
-
-def _cut_at_character(texts, max_bytes):
-    """`texts` cut to at most `max_bytes` bytes, never inside a character.
-
-    Only texts longer than `max_bytes` are changed: cut there, and when the
-    cut leaves an incomplete multi-byte sequence at the end (a character
-    split by the cut), that partial character is dropped, so the result is
-    the longest prefix of whole characters. Shorter texts come back
-    unchanged, invalid UTF-8 included (it is replaced later). The work does
-    not grow with the texts' length: one cut, then a look at the last 3
-    bytes kept (a UTF-8 character has at most 4), skipped when no text of
-    the batch is too long.
-
-    Args:
-        texts: `tf.string` tensor of any shape.
-        max_bytes: int, positive.
-
-    Returns:
-        `tf.string` tensor of the same shape.
-    """
-    too_long = tf.strings.length(texts) > max_bytes
-
-    def cut():
-        kept = tf.strings.substr(texts, 0, max_bytes, unit="BYTE")
-        tail_size = min(3, max_bytes)  # a split character keeps at most 3 of its bytes
-        # The last `tail_size` bytes of every cut text (of the others: unused).
-        start = tf.minimum(max_bytes - tail_size, tf.strings.length(kept))
-        tail = tf.strings.substr(kept, start, tf.fill(tf.shape(start), tail_size), unit="BYTE")
-        tail = tf.io.decode_raw(tail, tf.uint8, fixed_length=tail_size)
-        lengths = tf.gather(tf.constant(_CHARACTER_LENGTHS, tf.int32), tf.cast(tail, tf.int32))
-        column = tf.range(tail_size)
-        # The last byte that starts a character (continuation bytes follow it) ...
-        last = tf.reduce_max(tf.where(lengths > 0, column, -1), axis=-1, keepdims=True)
-        # ... and whether that character needs more bytes than the cut left.
-        split = (column == last) & (column + lengths > tail_size)
-        split_at = tf.reduce_max(tf.where(split, column, -1), axis=-1)
-        length = tf.where(too_long & (split_at >= 0), max_bytes - tail_size + split_at, max_bytes)
-        return tf.strings.substr(kept, tf.zeros_like(length), length, unit="BYTE")
-
-    return tf.cond(tf.reduce_any(too_long), cut, lambda: texts)
+from tfnlp.data._tensors import cut_at_character
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -155,7 +110,7 @@ class WordPieceTokenizer(PreprocessingLayer):
         if inputs.dtype != tf.string:
             raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")
         # Cut first, so that nothing below costs more than `max_input_bytes`.
-        text = _cut_at_character(inputs, self.max_input_bytes)
+        text = cut_at_character(inputs, self.max_input_bytes)
         # Broken UTF-8 in the input becomes U+FFFD (-> [UNK]); never fail.
         text = tf_text.coerce_to_structurally_valid_utf8(text, replacement_char="\ufffd")
         if text.shape.rank == 0:  # FastBertTokenizer wants a batch

@@ -16,11 +16,14 @@ class ELMoServingModule(tf.Module):
     """Text in, ELMo vectors out: split -> `<S> words </S>` -> biLM (-> mix).
 
     Signature `serving_default(text)`: `text` `tf.string (B,)`, any batch
-    size (also 0). Each text is split with `tfnlp.data.split_words`, cut to
-    its first `max_tokens - 2` words and wrapped in `<S>` ... `</S>`, exactly
-    as `tfnlp.data.elmo_dataset` builds training sentences, so a sentence
-    gets the vectors it would get in training. Truncation happens before
-    the model, so the model's cost is bounded whatever the text's length;
+    size (also 0). Each text is cut to its first `max_input_bytes` bytes,
+    split with `tfnlp.data.split_words`, cut to its first `max_tokens - 2`
+    words and wrapped in `<S>` ... `</S>` (`tfnlp.data.sentence_tokens`),
+    exactly as `tfnlp.data.elmo_dataset` builds training sentences, so a
+    sentence gets the vectors it would get in training. Both cuts happen
+    before splitting and before the model, so the cost of a request is
+    bounded whatever the text's length (a 1 MB text costs what a
+    `max_input_bytes` one does);
     empty, whitespace-only or broken UTF-8 text (broken bytes become U+FFFD,
     a word of its own) is valid. The model reads only the first
     `max_characters - 2` bytes of each word (`tfnlp.data.character_ids`).
@@ -46,9 +49,10 @@ class ELMoServingModule(tf.Module):
         model: an `ELMoEmbedder` or an `ELMoBiLM`.
         max_tokens: int, the most tokens per text, `<S>` and `</S>`
             included (at least 3).
+        max_input_bytes: int, the longest text read, in bytes.
     """
 
-    def __init__(self, model, max_tokens=64):
+    def __init__(self, model, max_tokens=64, max_input_bytes=100_000):
         super().__init__(name="elmo_serving")
         if isinstance(model, ELMoEmbedder):
             bilm = model.bilm
@@ -82,10 +86,11 @@ class ELMoServingModule(tf.Module):
             name="elmo_serving_graph",
         )
         self.max_characters = bilm.max_characters
+        self.max_input_bytes = _validation.positive_int("max_input_bytes", max_input_bytes)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):
-        tokens = sentence_tokens(text, self.max_tokens)
+        tokens = sentence_tokens(text, self.max_tokens, self.max_input_bytes)
         count = tokens.nrows()
         # Every text has its two markers; an empty batch gets them too (T >= 2).
         length = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
@@ -97,7 +102,7 @@ class ELMoServingModule(tf.Module):
         return {"elmo": elmo, "layers": layers, "padding_mask": padding_mask, "words": padded}
 
 
-def export_elmo(model, export_dir, max_tokens=64, version=1):
+def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100_000):
     """Writes a raw-text -> ELMo-vectors SavedModel to `export_dir/VERSION/`.
 
     It loads with only TensorFlow and tensorflow-text (`import
@@ -111,6 +116,8 @@ def export_elmo(model, export_dir, max_tokens=64, version=1):
         max_tokens: int, texts are cut to this many tokens, `<S>` and
             `</S>` included.
         version: int, the version subdirectory.
+        max_input_bytes: int, texts are cut to this many bytes before
+            they are split into words.
 
     Returns:
         The path of the written version.
@@ -128,5 +135,5 @@ def export_elmo(model, export_dir, max_tokens=64, version=1):
     >>> outputs["words"][0].numpy().tolist()
     [b'<S>', b'Hello', b',', b'world', b'!', b'</S>']
     """
-    module = ELMoServingModule(model, max_tokens)
+    module = ELMoServingModule(model, max_tokens, max_input_bytes)
     return save(module, export_dir, version, {"serving_default": module.embed})
