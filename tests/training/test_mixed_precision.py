@@ -65,3 +65,31 @@ def test_skipped_float16_steps_still_count_and_resume_exactly(tmp_path):
     with pytest.raises(ValueError, match="beyond `steps`"):
         training.fit(_overflowing_float16_model(), _data(), steps=2,
                      checkpoint_dir=str(tmp_path / "b"), verbose=0)
+
+
+def test_a_checkpoint_of_another_configuration_is_refused_before_anything_is_restored(tmp_path):
+    directory = str(tmp_path / "job")
+    training.fit(_overflowing_float16_model(), _data(), steps=2, checkpoint_dir=directory, verbose=0)
+
+    keras.utils.set_random_seed(3)
+    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(6), keras.layers.Dense(1)])
+    other.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")  # float32: no loss scale
+    other.build((None, 4))
+    before = [w.numpy() for w in other.weights]
+    with pytest.raises(ValueError) as error:
+        training.fit(other, _data(), steps=4, checkpoint_dir=directory, verbose=0)
+    message = str(error.value)
+    assert "not written by this model" in message
+    # Every mismatch at once: both kernels' shapes, and the loss-scale variables.
+    assert "the checkpoint has [4, 8] float32, the model [4, 6] float32" in message
+    assert "the checkpoint has [8, 1] float32, the model [6, 1] float32" in message
+    assert "optimizer: the checkpoint has" in message
+    for a, b in zip(other.weights, before, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b)  # nothing was restored
+
+    # A checkpoint whose data file was cut short.
+    data_file = next((tmp_path / "job").glob("ckpt-2.data-*"))
+    data_file.write_bytes(data_file.read_bytes()[:10])
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        training.fit(_overflowing_float16_model(), _data(), steps=4, checkpoint_dir=directory,
+                     verbose=0)

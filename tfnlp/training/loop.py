@@ -91,7 +91,12 @@ def fit(
     (`tests/training/test_resume.py` kills a process with SIGKILL to show it).
     TensorFlow writes a checkpoint's files first and then replaces the
     `checkpoint` index file atomically, so a crash while writing leaves the
-    previous checkpoint intact and in use. Only the chief (see `is_chief`)
+    previous checkpoint intact and in use. Before restoring, the latest
+    checkpoint is checked against the model and its optimizer (every
+    variable's shape and dtype, every tensor readable): a checkpoint of
+    another configuration, dtype policy or optimizer, or a corrupt one,
+    raises a `ValueError` listing every mismatch, and nothing is restored.
+    Only the chief (see `is_chief`)
     keeps checkpoints and writes summaries; other workers write theirs to a
     temporary directory that is deleted.
 
@@ -202,6 +207,8 @@ def fit(
         manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=max_checkpoints)
         latest = tf.train.latest_checkpoint(checkpoint_dir)
         if latest:
+            _check_resumable(latest, {"variables": model.variables,
+                                      "optimizer": model.optimizer.variables})
             checkpoint.restore(latest).assert_existing_objects_matched()
     writer = tf.summary.create_file_writer(log_dir) if (log_dir and chief) else None
 
@@ -283,6 +290,49 @@ def fit(
         callback.on_train_end(logs=None)
     history["steps"] = int(done.numpy())
     return history
+
+
+def _check_resumable(path, parts):
+    """Refuses a checkpoint that is unreadable or was not written by this model.
+
+    `fit` matches variables by position, so a checkpoint of another
+    configuration (a different size, policy or optimizer) must be refused
+    before anything is restored; every mismatch is reported at once. Every
+    tensor is read once first (one at a time), so a file cut short or
+    corrupted is found before the model is half restored.
+    """
+    try:
+        reader = tf.train.load_checkpoint(path)
+        shapes, dtypes = reader.get_variable_to_shape_map(), reader.get_variable_to_dtype_map()
+    except Exception as error:  # the reader raises OpError, DataLossError, ... on bad files
+        raise ValueError(f"The checkpoint {path} is corrupt or truncated: {error}") from error
+    problems = []
+    for part, variables in parts.items():
+        for index, variable in enumerate(variables):
+            key = f"{part}/{index}/.ATTRIBUTES/VARIABLE_VALUE"
+            expected = ([int(d) for d in variable.shape], tf.as_dtype(variable.dtype).name)
+            if key not in shapes:
+                problems.append(f"{part} {index} ({variable.path} {expected[0]} {expected[1]}): missing")
+            elif (shapes[key], dtypes[key].name) != tuple(expected):
+                problems.append(
+                    f"{part} {index} ({variable.path}): the checkpoint has {shapes[key]} "
+                    f"{dtypes[key].name}, the model {expected[0]} {expected[1]}"
+                )
+        extra = sum(key.startswith(f"{part}/") for key in shapes) - len(variables)
+        if extra > 0:
+            problems.append(f"{part}: the checkpoint has {extra} more than the model's {len(variables)}")
+    if not problems:
+        try:  # every tensor, checksums included, so that a bad file restores nothing
+            for key in shapes:
+                reader.get_tensor(key)
+        except Exception as error:
+            raise ValueError(f"The checkpoint {path} is corrupt or truncated: {error}") from error
+    if problems:
+        raise ValueError(
+            f"The checkpoint {path} was not written by this model (another configuration, dtype "
+            f"policy or optimizer?); use a new `checkpoint_dir` or the original settings. "
+            f"{len(problems)} mismatch(es): " + "; ".join(problems)
+        )
 
 
 def _check_workers_agree(strategy, step):
