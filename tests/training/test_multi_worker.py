@@ -10,6 +10,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.training.families import FAMILIES
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = 4
 
@@ -37,7 +39,7 @@ def _load(path):
         return {k: f[k] for k in f.files}
 
 
-@pytest.mark.parametrize("family", ["transformer_classifier", "elmo"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, tmp_path):
     single = _job(family, tmp_path / "single", tmp_path / "single.npz",
                   {k: v for k, v in os.environ.items() if k != "TF_CONFIG"})

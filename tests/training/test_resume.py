@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.training.families import FAMILIES
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = 10
 
@@ -55,7 +57,7 @@ def _load(path):
         return {k: f[k] for k in f.files}
 
 
-@pytest.mark.parametrize("family", ["elmo", "seq2seq", "unilm"])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_killed_and_restarted_training_ends_with_the_same_steps_and_weights(family, tmp_path):
     _run(family, tmp_path / "straight", tmp_path / "straight.npz")
     expected = _load(tmp_path / "straight.npz")
