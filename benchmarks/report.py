@@ -29,7 +29,8 @@ import os
 from _common import machine_line
 
 # Benchmarks in the order `make bench` runs them; others follow alphabetically.
-ORDER = ("machine", "attention", "data", "bert", "seq2seq", "generation", "elmo", "serving")
+ORDER = ("machine", "attention", "data", "bert", "seq2seq", "generation", "elmo", "serving",
+         "input_length")
 META_KEYS = ("machine", "peak_rss_mb", "settings", "rows")
 
 

@@ -29,6 +29,24 @@ def test_ties_shorten_the_second_segment_as_bert_does():
     np.testing.assert_array_equal(packed["token_ids"], [[2, 10, 11, 3, 20, 3]])
 
 
+def test_long_segments_are_cut_first_without_changing_the_result():
+    """BERT's shrink-the-longest rule (written out here) on lengths up to 30x the budget."""
+    packer = data.SegmentPacker(sequence_length=11, start_id=2, end_id=3)
+    budget = 11 - 3
+    lengths = [(a, b) for a in (0, 1, 3, 4, 5, 8, 9, 40, 300) for b in (0, 2, 4, 7, 9, 250)]
+    a = tf.ragged.constant([list(range(100, 100 + n)) for n, _ in lengths], tf.int32)
+    b = tf.ragged.constant([list(range(1000, 1000 + n)) for _, n in lengths], tf.int32)
+    token_ids = packer((a, b))["token_ids"].numpy()
+    for row, (la, lb) in zip(token_ids, lengths, strict=True):
+        while la + lb > budget:  # remove from the longer one; on a tie from B
+            if la > lb:
+                la -= 1
+            else:
+                lb -= 1
+        expected = [2, *range(100, 100 + la), 3, *range(1000, 1000 + lb), 3]
+        np.testing.assert_array_equal(row, expected + [0] * (11 - len(expected)))
+
+
 def test_single_segment_and_empty_segment():
     packer = data.SegmentPacker(sequence_length=5, start_id=2, end_id=3)
     packed = packer(tf.ragged.constant([[7, 8, 9, 10, 11, 12], []], dtype=tf.int32))

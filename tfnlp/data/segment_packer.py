@@ -53,9 +53,9 @@ class SegmentPacker(PreprocessingLayer):
             raise ValueError(
                 f"`sequence_length` must be at least 3 ([CLS] x [SEP]), got {sequence_length}."
             )
-        self.start_id = int(start_id)
-        self.end_id = int(end_id)
-        self.pad_id = int(pad_id)
+        self.start_id = _validation.non_negative_int("start_id", start_id)
+        self.end_id = _validation.non_negative_int("end_id", end_id)
+        self.pad_id = _validation.non_negative_int("pad_id", pad_id)
 
     def combine(self, inputs):
         """Truncates and joins the segments, without padding.
@@ -70,16 +70,23 @@ class SegmentPacker(PreprocessingLayer):
         segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"`inputs` must hold one or two segments, got {len(segments)}.")
+        _validation.tensors(  # (B, None) ids, the same B for both segments
+            *((f"inputs[{i}]", s, "B" + "LM"[i], "int") for i, s in enumerate(segments)),
+        )
         segments = [
             s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
             for s in segments
         ]
         segments = [tf.cast(s, tf.int32) for s in segments]
         budget = self.sequence_length - 1 - len(segments)
+        # No segment keeps more than `budget` tokens: cut there first, which
+        # changes nothing below but keeps the trimmer's work (a loop over the
+        # tokens it removes) bounded however long the texts are.
+        segments = [s[:, :budget] for s in segments]
         if len(segments) == 1:
             # ShrinkLongestTrimmer fails to trace one segment of unknown batch
             # size (tensorflow-text 2.21); for one segment it is just a cut.
-            trimmed = [segments[0][:, :budget]]
+            trimmed = segments
         else:
             # On a tie the trimmer shortens its first segment; BERT shortens B.
             trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments[::-1])[::-1]

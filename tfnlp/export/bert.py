@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp.data._tensors import cut_at_character
 from tfnlp.export._common import check_preprocessor
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
@@ -79,6 +80,9 @@ class FillMaskServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def fill_mask(self, text):
         tokenizer = self.preprocessor.tokenizer
+        # Cut as the tokenizer would, before splitting: a 1 MB text of
+        # [MASK]s costs what a `max_input_bytes` one does.
+        text = cut_at_character(text, tokenizer.max_input_bytes)
         pieces = tf.strings.split(text, "[MASK]")  # (B, P)
         tokens = tokenizer(pieces)  # (B, P, T)
         # Exactly one [MASK] after every piece, also after empty pieces.
