@@ -22,9 +22,16 @@ class AdamW(keras.optimizers.AdamW):
     (`IndexedSlices`) are summed into a dense one first, which also makes
     the update right under `MirroredStrategy`, where the all-reduced slices
     repeat rows and Keras' own AdamW squares each repeat separately.
-    AMSGrad falls back to Keras' update.
+    AMSGrad falls back to Keras' update. The variable names excluded from
+    weight decay (`exclude_from_weight_decay(var_names=...)`) are part of
+    the configuration, so a `.keras` file or `get_config` round trip keeps
+    them (Keras' AdamW forgets them and decays every variable after
+    loading); excluded variable *lists* cannot be serialized and are not kept.
 
     Args:
+        exclude_from_weight_decay_names: optional list of substrings of the
+            variable names that take no weight decay (as
+            `exclude_from_weight_decay(var_names=...)`).
         **kwargs: `keras.optimizers.AdamW` arguments.
 
     Example:
@@ -35,6 +42,21 @@ class AdamW(keras.optimizers.AdamW):
     >>> [round(float(x), 5) for x in variable.numpy()]
     [0.99899, 2.00098]
     """
+
+    def __init__(self, exclude_from_weight_decay_names=None, **kwargs):
+        super().__init__(**kwargs)
+        self._excluded_names = ()
+        if exclude_from_weight_decay_names:
+            self.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay_names))
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        super().exclude_from_weight_decay(var_list=var_list, var_names=var_names)
+        self._excluded_names = tuple(sorted(set(var_names or ())))
+
+    def get_config(self):
+        config = super().get_config()
+        config["exclude_from_weight_decay_names"] = list(self._excluded_names)
+        return config
 
     def _apply_weight_decay(self, variables):
         if self.amsgrad:
@@ -90,9 +112,8 @@ def bert_adamw(learning_rate, weight_decay=0.01):
     >>> optimizer.weight_decay
     0.01
     """
-    optimizer = AdamW(learning_rate=learning_rate, weight_decay=weight_decay)
-    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY))
-    return optimizer
+    return AdamW(learning_rate=learning_rate, weight_decay=weight_decay,
+                 exclude_from_weight_decay_names=NO_DECAY)
 
 
 def with_loss_scaling(optimizer, model):
