@@ -6,6 +6,7 @@ import tensorflow as tf
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
+from tfnlp.layers import _validation
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -57,9 +58,8 @@ class BertPreprocessor(PreprocessingLayer):
         if not 1 <= len(texts) <= 2:
             raise ValueError(f"`inputs` must be one text tensor or a pair, got {len(texts)}.")
         texts = [tf.convert_to_tensor(t) for t in texts]
-        for t in texts:
-            if t.shape.rank is not None and t.shape.rank != 1:
-                raise ValueError(f"Texts must have shape (B,), got {t.shape}.")
+        # (B,) strings, the same B for both texts; the tokenizer checks the dtype.
+        _validation.tensors(*((f"inputs[{i}]", t, "B", None) for i, t in enumerate(texts)))
         return self.packer([self.tokenizer(t) for t in texts])
 
     def get_config(self):

@@ -6,6 +6,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data import vocabulary as vocabulary_lib
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
+from tfnlp.layers import _validation
 from tfnlp.data._tensors import cut_at_character
 
 
@@ -58,6 +59,9 @@ class WordPieceTokenizer(PreprocessingLayer):
         if isinstance(vocabulary, (str, bytes)):
             vocabulary = vocabulary_lib.load_vocabulary(vocabulary)
         vocabulary = list(vocabulary)
+        if not all(isinstance(token, str) for token in vocabulary):
+            bad = next(token for token in vocabulary if not isinstance(token, str))
+            raise TypeError(f"`vocabulary` must hold strings, got {bad!r}.")
         missing = [t for t in vocabulary_lib.SPECIAL_TOKENS if t not in vocabulary]
         if missing:
             raise ValueError(f"`vocabulary` lacks the special tokens {missing}.")
@@ -125,6 +129,7 @@ class WordPieceTokenizer(PreprocessingLayer):
         spaces, so punctuation comes out spaced (`"hello , world"`).
         """
         token_ids = token_ids if isinstance(token_ids, tf.RaggedTensor) else tf.convert_to_tensor(token_ids)
+        _validation.tensors(("token_ids", token_ids, None, "int"))
         if not isinstance(token_ids, tf.RaggedTensor):
             token_ids = tf.RaggedTensor.from_tensor(token_ids)
         token_ids = tf.cast(token_ids, tf.int32)

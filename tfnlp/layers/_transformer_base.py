@@ -27,18 +27,13 @@ class TransformerBlockBase(keras.layers.Layer):
         self.num_heads = _validation.positive_int("num_heads", num_heads)
         self.intermediate_dim = _validation.positive_int("intermediate_dim", intermediate_dim)
         self.dropout = _validation.rate("dropout", dropout)
-        try:
-            self.activation = keras.activations.get(activation)
-        except (ValueError, TypeError) as error:
-            raise ValueError(
-                f"`activation` must name a Keras activation, got {activation!r}."
-            ) from error
+        self.activation = _validation.activation("activation", activation)
         self.layer_norm_epsilon = _validation.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon
         )
         self.norm_first = bool(norm_first)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
+        self.bias_initializer = _validation.initializer("bias_initializer", bias_initializer)
         self.supports_masking = True
 
     def _hidden_dim(self, name, shape):
@@ -48,7 +43,21 @@ class TransformerBlockBase(keras.layers.Layer):
                 f"The hidden size of `{name}` ({hidden_dim}) must be divisible by "
                 f"`num_heads` ({self.num_heads})."
             )
+        self._hidden_size = hidden_dim  # checked again at every call
         return hidden_dim
+
+    def _check_call(self, entries, **known):
+        """Checks `(name, value, pattern)` call arguments (see `_validation.tensors`).
+
+        Masks may be bool, int or float, the rest must be float. `D` is the
+        hidden size the block was built for; caches are `(B, C, M, H, K)`.
+        """
+        _validation.tensors(
+            *((name, value, pattern, "mask" if name.endswith("mask") else "float")
+              for name, value, pattern in entries),
+            D=self._hidden_size, C=(2, "keys and values"), H=(self.num_heads, "`num_heads`"),
+            K=(self._hidden_size // self.num_heads, "hidden size // `num_heads`"), **known,
+        )
 
     def _common(self):
         return {

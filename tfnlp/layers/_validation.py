@@ -1,6 +1,9 @@
-"""Argument checks shared by tfnlp layers: fail early, name the argument."""
+"""Argument checks shared by tfnlp layers and models: fail early, name the argument."""
 
 import numbers
+
+import keras
+import tensorflow as tf
 
 
 def positive_int(name, value, allow_none=False):
@@ -9,6 +12,13 @@ def positive_int(name, value, allow_none=False):
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def non_negative_int(name, value):
+    """Returns `value` if it is an int >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"`{name}` must be a non-negative integer, got {value!r}.")
     return int(value)
 
 
@@ -44,8 +54,6 @@ def last_dim(name, shape):
 
 def tied_embedding(token_embedding, vocabulary_size):
     """Returns `token_embedding` if it is `None` or a `vocabulary_size`-row Embedding."""
-    import keras  # only here: the rest of this module is plain Python
-
     if token_embedding is None:
         return None
     if not isinstance(token_embedding, keras.layers.Embedding):
@@ -59,3 +67,199 @@ def tied_embedding(token_embedding, vocabulary_size):
             f"`vocabulary_size` is {vocabulary_size}."
         )
     return token_embedding
+
+
+def _keras_object(get, what, name, value):
+    try:
+        return get(value)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"`{name}` must name a Keras {what}, got {value!r}.") from error
+
+
+def activation(name, value):
+    """`keras.activations.get(value)`, or a ValueError naming `name`."""
+    return _keras_object(keras.activations.get, "activation", name, value)
+
+
+def initializer(name, value):
+    """`keras.initializers.get(value)`, or a ValueError naming `name`."""
+    return _keras_object(keras.initializers.get, "initializer", name, value)
+
+
+# dtype kinds of call arguments: (what the message says, which dtypes pass).
+_KINDS = {
+    "float": ("a floating-point", lambda d: d.is_floating),
+    "number": ("a real-valued (float or int)", lambda d: d.is_floating or d.is_integer),
+    "int": ("an integer", lambda d: d.is_integer),
+    "mask": ("a bool, int or float", lambda d: d.is_bool or d.is_integer or d.is_floating),
+}
+
+
+def tensors(*entries, limits=None, **known):
+    """Checks the dtypes and static shapes of call arguments against shape patterns.
+
+    Each entry is `(name, value, pattern, kind)`; entries whose value is None
+    are skipped. `pattern` has one letter per axis (`"BTD"`), or starts with
+    `"..."` for any number of leading axes (`"...D"`); a letter must have the
+    same size in every entry, and `known` fixes sizes, as an int or
+    `(size, where it comes from)` (e.g. `D=8` from the built weights).
+    `limits` maps a letter to `(maximum, argument name)`. `kind` is
+    `"float"`, `"number"`, `"int"`, `"mask"` or None (any dtype). Only
+    static sizes are compared (`None` matches anything), so this costs
+    nothing at run time.
+
+    Raises:
+        TypeError: for a value of the wrong dtype, naming it.
+        ValueError: for a wrong rank or size, naming the value, the axis and
+            the expected size.
+    """
+    sizes = {}
+    for letter, size in known.items():
+        size, source = size if isinstance(size, tuple) else (size, "the layer's weights")
+        if size is not None:
+            sizes[letter] = (int(size), source)
+    for name, value, pattern, kind in entries:
+        if value is None:
+            continue
+        if not (tf.is_tensor(value) or isinstance(value, keras.KerasTensor)):
+            value = tf.convert_to_tensor(value)  # lists, NumPy arrays
+        dtype = tf.as_dtype(value.dtype)
+        if kind is not None and not _KINDS[kind][1](dtype):
+            raise TypeError(f"`{name}` must be {_KINDS[kind][0]} tensor, got dtype {dtype.name}.")
+        shape = tf.TensorShape(value.shape)
+        if pattern is None or shape.rank is None:
+            continue
+        any_lead = pattern.startswith("...")
+        letters = pattern[3:] if any_lead else pattern
+        axes = (["..."] if any_lead else []) + list(letters)
+        expected = f"({axes[0]},)" if len(axes) == 1 else "(" + ", ".join(axes) + ")"
+        if shape.rank < len(letters) or (not any_lead and shape.rank != len(letters)):
+            rank = f">= {len(letters)}" if any_lead else str(len(letters))
+            raise ValueError(f"`{name}` must have shape {expected} (rank {rank}), got shape {shape}.")
+        for letter, size in zip(letters, shape[shape.rank - len(letters) :], strict=True):
+            if size is None:
+                continue
+            if letter in sizes and sizes[letter][0] != size:
+                want, source = sizes[letter]
+                raise ValueError(
+                    f"`{name}` has shape {shape}, but its axis {letter} of {expected} must be "
+                    f"{want} (as in {source}), got {size}."
+                )
+            sizes.setdefault(letter, (size, f"`{name}` {shape}"))
+            maximum, limit_name = (limits or {}).get(letter, (None, None))
+            if maximum is not None and size > maximum:
+                raise ValueError(
+                    f"`{name}` has shape {shape}: its axis {letter} of {expected} is {size}, "
+                    f"more than `{limit_name}` ({maximum})."
+                )
+
+
+def ids_in_range(name, ids, upper, what):
+    """Returns `ids` (ints, a tensor or a ragged tensor), checked to lie in `[0, upper)`.
+
+    The check is one `reduce_min` and one `reduce_max`. Concrete ids (Python
+    ints, or eager tensors) that are out of range raise a ValueError naming
+    `name`, the offending id and the range. Symbolic ids (inside
+    `tf.function`, `model.fit`, a SavedModel) get the same check as
+    `tf.debugging` assertions, which fail at run time with an
+    `InvalidArgumentError` carrying the same message; XLA (`jit_compile`)
+    compiles assertions out, so there an out-of-range id is not reported
+    (the embedding gather then clamps it or returns zeros).
+
+    Args:
+        name: the argument's name.
+        ids: int ids.
+        upper: int or scalar int tensor, the exclusive upper bound.
+        what: what `upper` is, for the message (e.g. `"`vocabulary_size`"`).
+    """
+    if isinstance(ids, numbers.Integral):
+        bad = None if 0 <= ids < upper else ids
+    else:
+        values = ids.flat_values if isinstance(ids, tf.RaggedTensor) else ids
+        low, high = tf.reduce_min(values), tf.reduce_max(values)  # empty: (max, min) int
+        if not tf.executing_eagerly():
+            message = f"`{name}` must be in [0, {what})"
+            if isinstance(upper, numbers.Integral):
+                message = f"`{name}` must be in [0, {upper}) ({what})"
+            checks = [
+                tf.debugging.assert_greater_equal(low, tf.zeros((), low.dtype), message=message),
+                tf.debugging.assert_less(high, tf.cast(upper, high.dtype), message=message),
+            ]
+            with tf.control_dependencies(checks):
+                return tf.identity(ids)
+        low, high = int(low), int(high)
+        bad = low if low < 0 else high if high >= int(upper) else None
+    if bad is not None:
+        raise ValueError(f"`{name}` must be in [0, {int(upper)}) ({what}), got {bad}.")
+    return ids
+
+
+def token_ids_in_range(upper, what, **ids):
+    """Checks named Python-int token ids (`end_id=3`, ...) against `[0, upper)`.
+
+    Values that are not ints are left to the callee's own checks.
+    """
+    for name, value in ids.items():
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            ids_in_range(name, value, upper, what)
+
+
+def static_index(name, index):
+    """`index` (an int or int scalar tensor) as a Python int when known now, else None.
+
+    A known negative index raises a ValueError naming `name`.
+    """
+    if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+        value = int(index)
+    elif tf.executing_eagerly() and tf.is_tensor(index) and index.shape.rank == 0:
+        value = int(index)
+    else:
+        return None
+    if value < 0:
+        raise ValueError(f"`{name}` must be >= 0, got {value}.")
+    return value
+
+
+def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
+    """A Functional model's int inputs, checked before Keras casts them to int32.
+
+    Keras would silently cast float token ids to int32; this names the
+    argument instead. Checks dtypes (ids: integers; names ending in `mask`:
+    bool, int or float), static shapes and, with `check_ranges`, id ranges
+    (see `ids_in_range` for what happens in graphs).
+
+    Args:
+        inputs: the dict passed to the model (or one tensor when `specs` has
+            one entry). Missing keys and other structures are left to Keras.
+        specs: `{name: (pattern, upper, what)}`, see `tensors` for patterns;
+            `upper` (or None) bounds the ids, `what` names the bound.
+        limits: as for `tensors`.
+        check_ranges: bool.
+        **known: as for `tensors`.
+
+    Returns:
+        `inputs` with the checked values as tensors.
+    """
+    single = not isinstance(inputs, dict)
+    if single:
+        if len(specs) != 1 or isinstance(inputs, (list, tuple)):
+            return inputs
+        inputs = {next(iter(specs)): inputs}
+    checked = dict(inputs)
+    entries = []
+    for name, (pattern, _, _) in specs.items():
+        value = checked.get(name)
+        if value is None or isinstance(value, keras.KerasTensor):
+            continue  # missing (Keras names it) or symbolic (Keras checks its spec)
+        if not tf.is_tensor(value):
+            value = tf.convert_to_tensor(value)
+        if value.shape.rank == len(pattern) + 1 and value.shape[-1] == 1:
+            value = tf.squeeze(value, -1)  # as Keras does for a trailing axis of 1
+        checked[name] = value
+        entries.append((name, value, pattern, "mask" if name.endswith("mask") else "int"))
+    tensors(*entries, limits=limits, **known)
+    for name, _, _, _ in entries:
+        upper, what = specs[name][1:]
+        if check_ranges and upper is not None:
+            checked[name] = ids_in_range(name, checked[name], upper, what)
+    return next(iter(checked.values())) if single else checked

@@ -59,7 +59,9 @@ class CharCNNEmbedding(keras.layers.Layer):
     Call arguments:
         character_ids: int tensor `(B, T, C)` with `C` at least the widest
             filter (50 in ELMo; words are truncated to fit by
-            `tfnlp.data.character_ids`).
+            `tfnlp.data.character_ids`), ids in `[0,
+            character_vocabulary_size)`: a ValueError otherwise (in a graph,
+            an `InvalidArgumentError` at run time; not checked under XLA).
 
     Returns:
         Tensor `(B, T, output_dim)`.
@@ -89,12 +91,10 @@ class CharCNNEmbedding(keras.layers.Layer):
             "character_vocabulary_size", character_vocabulary_size
         )
         self.character_dim = _validation.positive_int("character_dim", character_dim)
-        if isinstance(num_highway_layers, bool) or not isinstance(num_highway_layers, int) or num_highway_layers < 0:
-            raise ValueError(
-                f"`num_highway_layers` must be a non-negative integer, got {num_highway_layers!r}."
-            )
-        self.num_highway_layers = num_highway_layers
-        self.activation = keras.activations.get(activation)
+        self.num_highway_layers = _validation.non_negative_int(
+            "num_highway_layers", num_highway_layers
+        )
+        self.activation = _validation.activation("activation", activation)
         self.num_features = sum(n for _, n in self.filters)
 
         self.character_embedding = keras.layers.Embedding(
@@ -140,6 +140,11 @@ class CharCNNEmbedding(keras.layers.Layer):
         self.built = True
 
     def call(self, character_ids):
+        _validation.tensors(("character_ids", character_ids, "BTC", "int"))
+        character_ids = _validation.ids_in_range(
+            "character_ids", character_ids, self.character_vocabulary_size,
+            "`character_vocabulary_size`",
+        )
         if character_ids.shape.rank == 3 and character_ids.shape[1] == 0:
             raise ValueError(
                 "`character_ids` has no tokens (shape "

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from tfnlp.layers import _validation
+
 _LEVELS = 1 << 16
 
 
@@ -55,9 +57,12 @@ class Dropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
+        inputs = tf.convert_to_tensor(inputs)
+        _validation.tensors(("inputs", inputs, None, "float"))  # ints would not be rescaled
+        if self.noise_shape is not None and inputs.shape.rank is not None:
+            _check_noise_shape(self.noise_shape, inputs.shape)
         if self.rate >= 1:
             return tf.zeros_like(inputs)  # as Keras
-        inputs = tf.convert_to_tensor(inputs)
         shape = tf.shape(inputs)
         if self.noise_shape is not None:
             shape = tf.stack(
@@ -77,3 +82,15 @@ class Dropout(keras.layers.Dropout):
         # 1 / (1 - rounded rate): the expectation stays exactly the input.
         scale = tf.cast(_LEVELS / (_LEVELS - threshold), inputs.dtype)
         return tf.where(keep, inputs * scale, tf.zeros((), inputs.dtype))
+
+
+def _check_noise_shape(noise_shape, shape):
+    """Each entry of `noise_shape` must be None, 1 or the input's size on that axis."""
+    if len(noise_shape) != shape.rank or any(
+        dim not in (None, 1, size) for dim, size in zip(noise_shape, shape, strict=True)
+        if size is not None
+    ):
+        raise ValueError(
+            f"`noise_shape` {tuple(noise_shape)} does not broadcast to the input's shape "
+            f"{shape}: it needs one entry per axis, each None, 1 or the input's size."
+        )

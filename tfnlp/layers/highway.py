@@ -41,11 +41,11 @@ class Highway(keras.layers.Layer):
 
     def __init__(self, activation="relu", gate_bias=-2.0, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.activation = keras.activations.get(activation)
+        self.activation = _validation.activation("activation", activation)
         if isinstance(gate_bias, bool) or not isinstance(gate_bias, (int, float)):
             raise ValueError(f"`gate_bias` must be a number, got {gate_bias!r}.")
         self.gate_bias = float(gate_bias)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape):
         width = _validation.last_dim("inputs", inputs_shape)
@@ -62,6 +62,7 @@ class Highway(keras.layers.Layer):
 
     def call(self, inputs):
         width = self.kernel.shape[0]
+        _validation.tensors(("inputs", inputs, "...W", "float"), W=width)
         flat = tf.reshape(inputs, [-1, width])
         projected = tf.matmul(flat, tf.cast(self.kernel, flat.dtype)) + tf.cast(self.bias, flat.dtype)
         transform = self.activation(projected[:, :width])

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from tfnlp.layers import _validation
+
 
 @keras.saving.register_keras_serializable(package="tfnlp")
 class LayerNormalization(keras.layers.LayerNormalization):
@@ -21,7 +23,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
 
     Args:
         axis: int or list of ints (default -1).
-        epsilon: float added to the variance.
+        epsilon: positive float added to the variance.
         center: bool, add the learned offset β.
         scale: bool, multiply by the learned scale γ.
         beta_initializer: initializer of β.
@@ -46,7 +48,12 @@ class LayerNormalization(keras.layers.LayerNormalization):
     [-1.069, -0.5345, 0.0, 1.6036]
     """
 
+    def __init__(self, axis=-1, epsilon=1e-3, **kwargs):
+        epsilon = _validation.positive_float("epsilon", epsilon)
+        super().__init__(axis=axis, epsilon=epsilon, **kwargs)
+
     def call(self, inputs):
+        _validation.tensors(("inputs", inputs, None, "number"))
         axis = self.axis if isinstance(self.axis, int) else (
             self.axis[0] if len(self.axis) == 1 else None
         )
@@ -55,6 +62,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
             self.center and self.scale
         ):
             return super().call(inputs)
+        _validation.tensors(("inputs", inputs, "...D", None), D=self.gamma.shape[0])
         # float16/bfloat16 are normalized in float32 (as Keras); float64 stays float64.
         dtype = tf.float64 if inputs.dtype == tf.float64 else tf.float32
         normalized = _normalize(tf.cast(inputs, dtype), float(self.epsilon))

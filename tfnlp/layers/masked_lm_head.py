@@ -32,7 +32,9 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         inputs: tensor `(B, T, hidden)`, the encoder's sequence output.
-        masked_positions: int tensor `(B, P)`, positions in `[0, T)`.
+        masked_positions: int tensor `(B, P)`, positions in `[0, T)`; others
+            raise a ValueError (in a graph, an `InvalidArgumentError` at run
+            time; not checked under XLA).
 
     Returns:
         Logits `(B, P, vocabulary_size)`, float32 under mixed precision (so
@@ -62,11 +64,11 @@ class MaskedLMHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
         self.token_embedding = _validation.tied_embedding(token_embedding, self.vocabulary_size)
-        self.activation = keras.activations.get(activation)
+        self.activation = _validation.activation("activation", activation)
         self.layer_norm_epsilon = _validation.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon
         )
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape, masked_positions_shape=None):
         hidden_dim = _validation.last_dim("inputs", inputs_shape)
@@ -99,6 +101,15 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, masked_positions):
+        _validation.tensors(
+            ("inputs", inputs, "BTH", "float"),
+            ("masked_positions", masked_positions, "BP", "int"),
+            H=self._transform.kernel.shape[0],
+        )
+        length = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
+        masked_positions = _validation.ids_in_range(
+            "masked_positions", masked_positions, length, "the length of `inputs`"
+        )
         masked_positions = tf.cast(masked_positions, tf.int32)
         gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)
         hidden = self._norm(self._transform(gathered))

@@ -129,8 +129,8 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = _validation.rate("dropout", dropout)
         self.use_bias = bool(use_bias)
         self.scale = _validation.positive_float("scale", scale, allow_none=True)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
+        self.bias_initializer = _validation.initializer("bias_initializer", bias_initializer)
         self.supports_masking = True  # the output carries the query's mask
 
     @property
@@ -156,6 +156,7 @@ class MultiHeadAttention(keras.layers.Layer):
         query_size = _validation.last_dim("query", query_shape)
         value_size = _validation.last_dim("value", value_shape)
         key_size = value_size if key_shape is None else _validation.last_dim("key", key_shape)
+        self._input_sizes = {"Q": query_size, "V": value_size, "K": key_size}  # checked per call
         self._query_dense = self._projection("query", self.key_dim)
         self._query_dense.build((None, None, query_size))
         self._key_dense = self._projection("key", self.key_dim)
@@ -222,6 +223,16 @@ class MultiHeadAttention(keras.layers.Layer):
                 "`return_attention_scores=True` is not supported together with "
                 "`cache`; call without the cache to inspect attention weights."
             )
+        # A cross-attention cache replaces `value` and `key` (they go unused).
+        uses_inputs = cache is None or cache_update_index is not None
+        _validation.tensors(
+            ("query", query, "BTQ", "number"),
+            ("value", value if uses_inputs else None, "BSV", "number"),
+            ("key", key if uses_inputs else None, "BSK", "number"),
+            ("cache", cache, "BCMHD", "number"),
+            C=(2, "keys and values"), H=(self.num_heads, "`num_heads`"),
+            D=(self.key_dim, "`key_dim`"), **self._input_sizes,
+        )
         if query_mask is None:
             query_mask = keras_mask(query)
         if value_mask is None:
@@ -270,8 +281,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if mask is not None:
             mask = mask[:, None, :, :]  # (B, 1, T, S)
             # A select, not an additive bias: a masked float16 score that
-            # overflowed to inf must not survive as inf - 1e9 = inf.
-            scores = tf.where(mask, scores, -1e9)
+            # overflowed to inf must not survive as inf - 1e9 = inf. The lowest
+            # float32, not e.g. -1e9: visible scores below -1e9 (reachable in
+            # float32 and bfloat16) must still outweigh every masked one.
+            scores = tf.where(mask, scores, tf.float32.min)
         weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
 
         dropped = self._dropout_layer(weights, training=training)
@@ -359,8 +372,9 @@ def _merge_heads(layer, context):
 
 def _check_cache_room(start_index, new_length, slots):
     """Fails when tokens `start_index .. start_index + new_length - 1` overflow the cache."""
-    if isinstance(start_index, int) and new_length is not None and slots is not None:
-        if start_index < 0 or start_index + new_length > slots:
+    start_index = _validation.static_index("cache_update_index", start_index)
+    if start_index is not None and new_length is not None and slots is not None:
+        if start_index + new_length > slots:
             raise ValueError(
                 f"`cache_update_index` ({start_index}) + {new_length} new tokens do not fit "
                 f"the cache's {slots} slots."
@@ -380,6 +394,9 @@ def _update_positions(cache, update, start_index):
     tf.debugging.assert_less_equal(
         start_index + new, slots,
         message="MultiHeadAttention: cache_update_index + new tokens exceed the cache slots",
+    )
+    tf.debugging.assert_non_negative(
+        start_index, message="MultiHeadAttention: `cache_update_index` must be >= 0"
     )
     offset = tf.range(slots) - start_index  # (S,)
     inside = (offset >= 0) & (offset < new)

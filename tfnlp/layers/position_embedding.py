@@ -30,9 +30,10 @@ class PositionEmbedding(keras.layers.Layer):
         Tensor `(B, T, D)` in the layer's compute dtype.
 
     Raises:
-        ValueError: when `start_index + T` exceeds `sequence_length` (at
-            trace time if the length is static, otherwise at run time as an
-            `InvalidArgumentError` with the same message).
+        ValueError: when `start_index + T` exceeds `sequence_length` or
+            `start_index` is negative (at trace time if they are static or
+            eager, otherwise at run time as an `InvalidArgumentError`), or
+            when the feature size differs from the built table's.
 
     Example:
 
@@ -51,7 +52,7 @@ class PositionEmbedding(keras.layers.Layer):
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.sequence_length = _validation.positive_int("sequence_length", sequence_length)
-        self.initializer = keras.initializers.get(initializer)
+        self.initializer = _validation.initializer("initializer", initializer)
         self.supports_masking = True  # the mask of the inputs passes through
 
     def build(self, inputs_shape):
@@ -65,17 +66,19 @@ class PositionEmbedding(keras.layers.Layer):
         super().build(inputs_shape)
 
     def call(self, inputs, start_index=0):
+        _validation.tensors(("inputs", inputs, "...TD", None), D=self.position_embeddings.shape[1])
         shape = tf.shape(inputs)
         length = shape[-2]
         static_length = inputs.shape[-2]
+        static_start = _validation.static_index("start_index", start_index)
         if (
             static_length is not None
-            and isinstance(start_index, int)
-            and start_index + static_length > self.sequence_length
+            and static_start is not None
+            and static_start + static_length > self.sequence_length
         ):
             raise ValueError(
                 f"The input has {static_length} positions starting at "
-                f"start_index={start_index}, but `sequence_length` is "
+                f"start_index={static_start}, but `sequence_length` is "
                 f"{self.sequence_length}: the position table is too short."
             )
         start_index = tf.cast(start_index, tf.int32)
@@ -89,7 +92,10 @@ class PositionEmbedding(keras.layers.Layer):
                         "PositionEmbedding: start_index + input length exceeds "
                         f"sequence_length={self.sequence_length}"
                     ),
-                )
+                ),
+                tf.debugging.assert_non_negative(
+                    start_index, message="PositionEmbedding: `start_index` must be >= 0"
+                ),
             ]
         ):
             table = tf.slice(

@@ -96,9 +96,10 @@ class ProjectedLSTM(keras.layers.Layer):
             raise ValueError("`projection_clip` needs a `projection_dim`.")
         self.go_backwards = bool(go_backwards)
         self.unroll = bool(unroll)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
-        self.projection_initializer = keras.initializers.get(projection_initializer)
+        initializer = _validation.initializer
+        self.kernel_initializer = initializer("kernel_initializer", kernel_initializer)
+        self.recurrent_initializer = initializer("recurrent_initializer", recurrent_initializer)
+        self.projection_initializer = initializer("projection_initializer", projection_initializer)
         self.unit_forget_bias = bool(unit_forget_bias)
         self.output_dim = self.projection_dim or self.units
 
@@ -145,6 +146,11 @@ class ProjectedLSTM(keras.layers.Layer):
         return cell, output
 
     def call(self, inputs, padding_mask=None):
+        _validation.tensors(
+            ("inputs", inputs, "BTD", "number"),
+            ("padding_mask", padding_mask, "BT", "mask"),
+            D=self.kernel.shape[0],
+        )
         dtype = self.compute_dtype
         inputs = tf.cast(inputs, dtype)
         batch_size, num_steps = tf.shape(inputs)[0], tf.shape(inputs)[1]

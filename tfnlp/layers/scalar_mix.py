@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from tfnlp.layers import _validation
+
 
 @keras.saving.register_keras_serializable(package="tfnlp")
 class ScalarMix(keras.layers.Layer):
@@ -92,6 +94,13 @@ class ScalarMix(keras.layers.Layer):
         return tf.nn.softmax(tf.convert_to_tensor(self.layer_weights))
 
     def call(self, inputs, padding_mask=None):
+        rank = tf.TensorShape(inputs.shape).rank
+        middle = "TUVWXYZ"[: max((rank or 3) - 3, 0)]  # the "..." axes of (B, L, ..., D)
+        _validation.tensors(
+            ("inputs", inputs, "BL" + middle + "D", "number"),
+            ("padding_mask", padding_mask, None if rank is None else "B" + middle, "mask"),
+            L=(self.layer_weights.shape[0], "the layers the mix was built for"),
+        )
         x = tf.cast(inputs, tf.float32)  # (B, L, ..., D)
         rank = x.shape.rank
         if self.layer_norm:

@@ -47,6 +47,8 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, start_index=0):
+        _validation.tensors(("inputs", inputs, "...TD", None))
+        _validation.static_index("start_index", start_index)  # a known index must be >= 0
         shape = tf.shape(inputs)
         length, depth = shape[-2], shape[-1]
         positions = tf.cast(tf.range(length) + tf.cast(start_index, tf.int32), tf.float32)

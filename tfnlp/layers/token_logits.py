@@ -53,7 +53,7 @@ class TokenLogits(keras.layers.Layer):
         self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
         self.token_embedding = _validation.tied_embedding(token_embedding, self.vocabulary_size)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape):
         hidden_dim = _validation.last_dim("inputs", inputs_shape)
@@ -76,6 +76,10 @@ class TokenLogits(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs):
+        hidden_dim = (
+            self.kernel.shape[0] if self.token_embedding is None else self.token_embedding.output_dim
+        )
+        _validation.tensors(("inputs", inputs, "...H", "float"), H=hidden_dim)
         # One 2-D matmul over all positions (a batched matmul would broadcast
         # the vocabulary matrix, see MaskedLMHead).
         flat = tf.reshape(inputs, [-1, tf.shape(inputs)[-1]])  # (N, H)

@@ -92,6 +92,11 @@ class TransformerBlock(TransformerBlockBase):
             )
         if cache is None and cache_update_index is not None:
             raise ValueError("`cache_update_index` was given without `cache`.")
+        self._check_call((
+            ("inputs", inputs, "BTD"),
+            ("padding_mask", padding_mask, "BT" if cache is None else "BM"),
+            ("cache", cache, "BCMHK"),
+        ))
         # With a cache the implicit mask covers the new tokens, not the slots.
         implicit_source = inputs if cache is None else None
         mask = masks_lib.combine_masks(

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import key_padding_mask
 from tfnlp.layers._keras_masks import without_keras_mask
@@ -81,7 +82,9 @@ class TransformerDecoderBlock(TransformerBlockBase):
             )
         )
         self._cross_attention = None
+        self._encoder_size = None
         if encoder_sequence_shape is not None:
+            self._encoder_size = _validation.last_dim("encoder_sequence", encoder_sequence_shape)
             self._cross_attention, self._cross_attention_norm, self._cross_attention_dropout = (
                 self._build_attention(
                     "cross_attention", hidden_dim, decoder_sequence_shape, encoder_sequence_shape
@@ -116,6 +119,15 @@ class TransformerDecoderBlock(TransformerBlockBase):
         cross_attention_cache=None,
         training=None,
     ):
+        self._check_call((
+            ("decoder_sequence", decoder_sequence, "BTD"),
+            ("encoder_sequence", encoder_sequence, "BSE"),
+            ("decoder_padding_mask", decoder_padding_mask,
+             "BT" if self_attention_cache is None else "BM"),
+            ("encoder_padding_mask", encoder_padding_mask, "BS"),
+            ("self_attention_cache", self_attention_cache, "BCMHK"),
+            ("cross_attention_cache", cross_attention_cache, "BCSHK"),
+        ), E=self._encoder_size)
         has_encoder = encoder_sequence is not None or cross_attention_cache is not None
         if has_encoder:
             self._require_cross_attention()

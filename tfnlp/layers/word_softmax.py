@@ -40,7 +40,9 @@ class WordSoftmax(keras.layers.Layer):
 
     Call arguments:
         inputs: tensor `(..., hidden)`.
-        target_ids: int tensor `inputs.shape[:-1]`, ids in `[0, V)`.
+        target_ids: int tensor `inputs.shape[:-1]`, ids in `[0, V)`; others
+            raise a ValueError (in a graph, an `InvalidArgumentError` at run
+            time; not checked under XLA).
         training: bool.
 
     Returns:
@@ -65,8 +67,8 @@ class WordSoftmax(keras.layers.Layer):
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"`seed` must be an integer, got {seed!r}.")
         self.seed = seed
-        self.kernel_initializer = keras.initializers.get(
-            kernel_initializer or keras.initializers.RandomNormal(stddev=0.02)
+        self.kernel_initializer = _validation.initializer(
+            "kernel_initializer", kernel_initializer or keras.initializers.RandomNormal(stddev=0.02)
         )
         self.seed_generator = keras.random.SeedGenerator(seed, name="candidate_seed")
 
@@ -135,12 +137,24 @@ class WordSoftmax(keras.layers.Layer):
         true_logits -= tf.math.log(num * self.log_uniform_probabilities(targets))
         sampled_logits -= tf.math.log(num * self.log_uniform_probabilities(candidates))[None, :]
         hits = tf.equal(targets[:, None], candidates[None, :])
-        sampled_logits = tf.where(hits, tf.constant(-1e9, tf.float32), sampled_logits)
+        # The lowest float32, not e.g. -1e9: a removed candidate must never
+        # outweigh logits below -1e9 (finite, so no inf - inf in the sum).
+        sampled_logits = tf.where(hits, tf.constant(tf.float32.min, tf.float32), sampled_logits)
         logits = tf.concat([true_logits[:, None], sampled_logits], axis=1)
         loss = tf.reduce_logsumexp(logits, axis=1) - true_logits
         return tf.reshape(loss, tf.shape(target_ids))
 
     def call(self, inputs, target_ids, training=None):
+        rank = tf.TensorShape(inputs.shape).rank
+        lead = "BTUVWXYZ"[: max((rank or 1) - 1, 0)]  # the axes of `target_ids`
+        _validation.tensors(
+            ("inputs", inputs, lead + "H", "number"),
+            ("target_ids", target_ids, None if rank is None else lead, "int"),
+            H=self.kernel.shape[1],
+        )
+        target_ids = _validation.ids_in_range(
+            "target_ids", target_ids, self.vocabulary_size, "`vocabulary_size`"
+        )
         if training and self.num_sampled is not None:
             return self.sampled_loss(inputs, target_ids, self.sample_candidates())
         logits = self.logits(inputs)

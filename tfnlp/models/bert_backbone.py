@@ -21,6 +21,15 @@ BERT_PRESETS = {
 }
 
 
+def input_specs(vocabulary_size, num_segments):
+    """`{input: (shape, id bound, its name)}` of BERT-style inputs, see `_validation.model_inputs`."""
+    return {
+        "token_ids": ("BT", vocabulary_size, "`vocabulary_size`"),
+        "segment_ids": ("BT", num_segments, "`num_segments`"),
+        "padding_mask": ("BT", None, None),
+    }
+
+
 def bert_kernel_initializer():
     """BERT initialises every kernel from a truncated normal with stddev 0.02."""
     return keras.initializers.TruncatedNormal(stddev=0.02)
@@ -39,6 +48,13 @@ class BertBackbone(keras.Model):
     int so that `tf.distribute` can feed it). Outputs (a dict):
     `sequence_output` `(B, T, hidden_dim)` and `pooled_output`
     `(B, hidden_dim)`.
+
+    Bad inputs fail at the call with an error naming the input: a float or
+    string id is a TypeError; mismatched shapes, `T > max_sequence_length`
+    or an id outside `[0, vocabulary_size)` (`[0, num_segments)` for
+    segments) a ValueError. In a graph (`tf.function`, `fit`, a SavedModel)
+    the id ranges are checked by assertions, an `InvalidArgumentError` at
+    run time with the same message; XLA (`jit_compile`) compiles those out.
 
     Args:
         vocabulary_size: int.
@@ -84,7 +100,7 @@ class BertBackbone(keras.Model):
         num_heads = _validation.positive_int("num_heads", num_heads)
         hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
         intermediate_dim = _validation.positive_int(
-            "intermediate_dim", intermediate_dim or 4 * hidden_dim
+            "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
         )
         dropout = _validation.rate("dropout", dropout)
         max_sequence_length = _validation.positive_int("max_sequence_length", max_sequence_length)
@@ -149,7 +165,25 @@ class BertBackbone(keras.Model):
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        inputs = _validation.model_inputs(
+            inputs, self._input_specs(),
+            limits={"T": (self.max_sequence_length, "max_sequence_length")},
+        )
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def _checked_task_inputs(self, inputs, **extra_specs):
+        """A task model's inputs, dtypes and shapes checked before Keras casts them.
+
+        The ids are range-checked when this backbone is called on them.
+        """
+        specs = {**self._input_specs(), **extra_specs}
+        return _validation.model_inputs(inputs, specs, check_ranges=False)
+
     # --- What subclasses (UniLMBackbone) change ---
+
+    def _input_specs(self):
+        return input_specs(self.vocabulary_size, self.num_segments)
 
     def _functional_inputs(self):
         return {

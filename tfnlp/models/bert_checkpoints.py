@@ -13,6 +13,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tfnlp.data.vocabulary import load_vocabulary
 from tfnlp.models.bert_backbone import BertBackbone
 
 _LAYER = "bert/encoder/layer_{i}/"
@@ -32,6 +33,18 @@ def backbone_config_from_google(config):
         "max_sequence_length": config["max_position_embeddings"],
         "num_segments": config.get("type_vocab_size", 2),
     }
+
+
+def _check_vocabulary_file(directory, config):
+    """A `vocab.txt` shipped with the checkpoint must hold `vocab_size` tokens."""
+    path = os.path.join(directory, "vocab.txt")
+    if os.path.exists(path):
+        size = len(load_vocabulary(path))
+        if size != config["vocab_size"]:
+            raise ValueError(
+                f"{path} has {size} tokens but the checkpoint's `vocab_size` is "
+                f"{config['vocab_size']}: the vocabulary does not belong to this checkpoint."
+            )
 
 
 def _targets(backbone, pretrainer=None):
@@ -139,9 +152,15 @@ def load_google_checkpoint(directory, pretrainer_cls=None):
 
     Returns:
         A `BertBackbone` (or a pretrainer) holding the released weights.
+
+    Raises:
+        ValueError: when `vocab.txt` does not have `vocab_size` tokens, or
+            the checkpoint's tensors do not fit the configuration (all the
+            problems are listed).
     """
     with open(os.path.join(directory, "bert_config.json"), encoding="utf-8") as f:
         config = json.load(f)
+    _check_vocabulary_file(directory, config)
     backbone = BertBackbone(**backbone_config_from_google(config))
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     prefix = os.path.join(directory, "bert_model.ckpt")
@@ -254,6 +273,7 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None):
         config = json.load(f)
     if config.get("layer_norm_eps", 1e-12) != 1e-12:
         raise ValueError(f"Only layer_norm_eps=1e-12 is supported, got {config['layer_norm_eps']}.")
+    _check_vocabulary_file(directory, config)
     backbone = BertBackbone(**backbone_config_from_google(config))
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     path = os.path.join(directory, "model.safetensors")

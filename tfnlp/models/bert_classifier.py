@@ -4,6 +4,7 @@ import keras
 
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
+from tfnlp.models._compile import RestoresCompile
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.optimizers import bert_adamw
@@ -12,14 +13,15 @@ from tfnlp.training.optimizers import with_loss_scaling
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertClassifier(keras.Model):
+class BertClassifier(RestoresCompile, keras.Model):
     """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by
     `tfnlp.data.BertPreprocessor`) and returns class logits `(B,
-    num_classes)` in float32. `compile()` without arguments uses AdamW with
-    the BERT fine-tuning defaults (learning rate 2e-5, weight decay 0.01 off
-    LayerNorm and biases), sparse cross-entropy on logits and accuracy.
+    num_classes)` in float32 (bad inputs fail as in `BertBackbone`).
+    `compile()` without arguments uses AdamW with the BERT fine-tuning
+    defaults (learning rate 2e-5, weight decay 0.01 off LayerNorm and
+    biases), sparse cross-entropy on logits and accuracy.
 
     Args:
         backbone: a `BertBackbone` (pretrained or not).
@@ -59,6 +61,10 @@ class BertClassifier(keras.Model):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        inputs = self.backbone._checked_task_inputs(inputs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

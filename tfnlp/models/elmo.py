@@ -10,6 +10,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
+from tfnlp.models._compile import RestoresCompile
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling
@@ -68,6 +69,15 @@ def _without_compile_config(serialized):
     return {k: v for k, v in serialized.items() if k != "compile_config"}
 
 
+def _checked_characters(inputs, max_characters):
+    """`character_ids` with its dtype and shape checked before Keras casts it to int32.
+
+    `CharCNNEmbedding` checks the ids' range when it is called on them.
+    """
+    specs = {"character_ids": ("BTC", None, None)}
+    return _validation.model_inputs(inputs, specs, C=(max_characters, "`max_characters`"))
+
+
 def _dtype_config(config):
     config = dict(config)
     if isinstance(config.get("dtype"), dict):
@@ -76,7 +86,7 @@ def _dtype_config(config):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(keras.Model):
+class ELMoBiLM(RestoresCompile, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector
@@ -127,7 +137,10 @@ class ELMoBiLM(keras.Model):
 
     Call arguments:
         character_ids: int32 `(B, T, max_characters)` from
-            `tfnlp.data.character_ids` / `elmo_dataset`.
+            `tfnlp.data.character_ids` / `elmo_dataset`; a float id is a
+            TypeError, an id outside `[0, character_vocabulary_size)` a
+            ValueError (in a graph, an `InvalidArgumentError` at run time;
+            not checked under XLA).
 
     Returns:
         dict: `"layers"` `(B, L + 1, T, 2 * projection_dim)`,
@@ -184,6 +197,12 @@ class ELMoBiLM(keras.Model):
             dtype=dtype,
             name="character_cnn",
         )
+        widest = max(width for width, _ in self.character_cnn.filters)
+        if max_characters < widest:
+            raise ValueError(
+                f"`max_characters` ({max_characters}) must be at least the widest filter of "
+                f"`filters` ({widest})."
+            )
 
         def lstm(direction, i):
             return ProjectedLSTM(
@@ -236,6 +255,10 @@ class ELMoBiLM(keras.Model):
         self.unroll = bool(unroll)
         self.forward_perplexity = Perplexity(name="forward_perplexity")
         self.backward_perplexity = Perplexity(name="backward_perplexity")
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        inputs = _checked_characters(inputs, self.max_characters)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
     @staticmethod
     def padding_mask(character_ids):
@@ -327,13 +350,6 @@ class ELMoBiLM(keras.Model):
             kwargs.pop(name, None)
         optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, **kwargs)
-
-    def compile_from_config(self, config):
-        # `.keras` files keep the optimizer (and its state): restore it.
-        config = keras.saving.deserialize_keras_object(config)
-        self.compile(**{k: v for k, v in config.items() if v is not None})
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
 
     @classmethod
     def from_preset(cls, preset, word_vocabulary_size, **overrides):
@@ -458,6 +474,10 @@ class ELMoEmbedder(keras.Model):
         self.layer_norm = bool(layer_norm)
         self.trainable_bilm = trainable_bilm
         self.dropout = dropout
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        inputs = _checked_characters(inputs, self.bilm.max_characters)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def get_config(self):
         return {

@@ -8,6 +8,8 @@ from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
+from tfnlp.models._compile import RestoresCompile
+from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.training.optimizers import bert_adamw
 from tfnlp.training.optimizers import with_loss_scaling
@@ -17,7 +19,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(keras.Model):
+class TransformerClassifier(RestoresCompile, keras.Model):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
@@ -41,7 +43,8 @@ class TransformerClassifier(keras.Model):
     Inputs are the dict of `BertBackbone` (all int32 `(B, T)`, any `T`):
     `token_ids`, `segment_ids`, `padding_mask` (1 real, 0 padding), so
     `tfnlp.data.classification_dataset` and
-    `tfnlp.export.export_classifier` work unchanged. `compile()` without
+    `tfnlp.export.export_classifier` work unchanged; bad inputs fail as in
+    `BertBackbone` (any length is accepted). `compile()` without
     arguments uses AdamW (learning rate 1e-3, weight decay 0.01 off biases
     and LayerNorm), sparse cross-entropy (on logits when `activation` is
     None) and accuracy.
@@ -176,6 +179,11 @@ class TransformerClassifier(keras.Model):
         self.pooling = pooling
         self.num_segments = num_segments
         self.activation = activation
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        specs = input_specs(self.vocabulary_size, self.num_segments)
+        inputs = _validation.model_inputs(inputs, specs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

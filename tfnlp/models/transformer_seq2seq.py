@@ -16,6 +16,7 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
+from tfnlp.models._compile import RestoresCompile
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 from tfnlp.training.optimizers import with_loss_scaling
@@ -35,6 +36,9 @@ TRANSFORMER_PRESETS = {
         "intermediate_dim": 4096, "dropout": 0.3,
     },
 }
+
+# The bound of target ids, in error messages.
+_TARGET_SIZE = "`target_vocabulary_size`, or `source_vocabulary_size` when shared"
 
 SEQ2SEQ_INPUTS = (
     "encoder_token_ids", "encoder_padding_mask", "decoder_token_ids", "decoder_padding_mask"
@@ -60,7 +64,7 @@ def seq2seq_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(keras.Model):
+class TransformerSeq2Seq(RestoresCompile, keras.Model):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal
@@ -80,7 +84,9 @@ class TransformerSeq2Seq(keras.Model):
     Inputs (a dict, int32): `encoder_token_ids`, `encoder_padding_mask`
     `(B, S)` and `decoder_token_ids`, `decoder_padding_mask` `(B, T)` (masks
     are 1 for real tokens), as `tfnlp.data.encoder_decoder_dataset` makes
-    them. Output: logits `(B, T, target_vocabulary_size)`. Training is
+    them; a float id, mismatched shapes or an id outside its vocabulary
+    fail as in `BertBackbone`. Output: logits `(B, T,
+    target_vocabulary_size)`. Training is
     teacher-forced in one parallel pass: position t sees decoder tokens
     `0..t` only. `compile()` without arguments uses Adam (β2 = 0.98, ε = 1e-9)
     with `InverseSquareRootDecay` (peak `(hidden_dim * 4000) ** -0.5`, 4000
@@ -152,7 +158,7 @@ class TransformerSeq2Seq(keras.Model):
         hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
         num_heads = _validation.positive_int("num_heads", num_heads)
         intermediate_dim = _validation.positive_int(
-            "intermediate_dim", intermediate_dim or 4 * hidden_dim
+            "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
         )
         dropout = _validation.rate("dropout", dropout)
         if hidden_dim % num_heads:
@@ -238,6 +244,29 @@ class TransformerSeq2Seq(keras.Model):
             self.decoding_step, self.initial_decoding_state
         )
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        target_size = self.target_embedding.input_dim
+        specs = {
+            "encoder_token_ids": ("BS", self.source_vocabulary_size, "`source_vocabulary_size`"),
+            "encoder_padding_mask": ("BS", None, None),
+            "decoder_token_ids": ("BT", target_size, _TARGET_SIZE),
+            "decoder_padding_mask": ("BT", None, None),
+        }
+        inputs = _validation.model_inputs(inputs, specs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def _checked_source(self, encoder_token_ids, encoder_padding_mask, **token_ids):
+        """`check_source`, the source ids' range and the generation token ids' range."""
+        encoder_token_ids, encoder_padding_mask = check_source(
+            encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
+        )
+        encoder_token_ids = _validation.ids_in_range(
+            "encoder_token_ids", encoder_token_ids, self.source_vocabulary_size,
+            "`source_vocabulary_size`",
+        )
+        _validation.token_ids_in_range(self.target_embedding.input_dim, _TARGET_SIZE, **token_ids)
+        return encoder_token_ids, encoder_padding_mask
+
     # --- The two stacks (shared by the Functional graph and decoding) ---
 
     def _embed(self, embedding, token_ids, add, dropout, start_index=0, training=None):
@@ -278,8 +307,8 @@ class TransformerSeq2Seq(keras.Model):
             encoder_token_ids: int tensor `(B, S)`.
             encoder_padding_mask: int or bool `(B, S)`; defaults to all ones.
         """
-        encoder_token_ids, encoder_padding_mask = check_source(
-            encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
+        encoder_token_ids, encoder_padding_mask = self._checked_source(
+            encoder_token_ids, encoder_padding_mask
         )
         return self._encode(encoder_token_ids, encoder_padding_mask, self.norm_first, False)
 
@@ -401,9 +430,16 @@ class TransformerSeq2Seq(keras.Model):
             end token included, then padding), `lengths` int32 `(B,)`,
             `scores` float32 `(B,)` (log-probability, length-normalised for
             beam search).
+
+        Raises:
+            ValueError: for a source id outside `[0, source_vocabulary_size)`
+                or a `start_id`, `end_id` or `pad_id` outside the target
+                vocabulary (in a graph, source ids fail at run time with an
+                `InvalidArgumentError`).
         """
-        encoder_token_ids, encoder_padding_mask = check_source(
-            encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
+        encoder_token_ids, encoder_padding_mask = self._checked_source(
+            encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,
+            pad_id=pad_id,
         )
         return self._generate_functions.run(
             encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,

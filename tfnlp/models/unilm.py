@@ -6,8 +6,10 @@ import tensorflow as tf
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
+from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
+from tfnlp.models._compile import RestoresCompile
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
@@ -30,7 +32,7 @@ def unilm_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class UniLM(keras.Model):
+class UniLM(RestoresCompile, keras.Model):
     """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
 
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
@@ -48,6 +50,10 @@ class UniLM(keras.Model):
     are computed: the cache holds the source and the accepted target tokens.
     Target positions continue each source's own length, exactly as in
     training (`[CLS] S [SEP] T [SEP]` packed without gaps).
+
+    Bad inputs fail as in `BertBackbone`; `generate` and
+    `left_to_right_log_probs` also check their token ids (sources,
+    `end_id`, `mask_id`, `pad_id`) against the vocabulary.
 
     Args:
         backbone: a `UniLMBackbone`.
@@ -102,6 +108,10 @@ class UniLM(keras.Model):
             self.decoding_step, self.initial_decoding_state
         )
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        inputs = self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":
             optimizer = bert_adamw(1e-4)
@@ -145,7 +155,7 @@ class UniLM(keras.Model):
                 f"{token_ids.dtype.name} {token_ids.shape}."
             )
         generation_common.check_arguments(1, 0, mask_id=mask_id)
-        token_ids = tf.cast(token_ids, tf.int32)
+        token_ids = tf.cast(self._checked_ids("token_ids", token_ids, mask_id=mask_id), tf.int32)
         if padding_mask is None:
             padding_mask = tf.ones_like(token_ids)
         real = tf.cast(padding_mask, tf.bool)
@@ -173,6 +183,12 @@ class UniLM(keras.Model):
         log_probs = tf.nn.log_softmax(logits, axis=-1)
         scores = tf.gather(log_probs, token_ids[..., None], batch_dims=2)[..., 0]
         return tf.where(real, scores, 0.0)
+
+    def _checked_ids(self, name, token_ids, **special_ids):
+        """`token_ids` and the named special ids, checked against the vocabulary."""
+        size = self.backbone.vocabulary_size
+        _validation.token_ids_in_range(size, "`vocabulary_size`", **special_ids)
+        return _validation.ids_in_range(name, token_ids, size, "`vocabulary_size`")
 
     # --- Decoding ---
 
@@ -356,6 +372,9 @@ class UniLM(keras.Model):
         """
         source_token_ids, source_padding_mask = check_source(
             source_token_ids, source_padding_mask, "source_token_ids"
+        )
+        source_token_ids = self._checked_ids(
+            "source_token_ids", source_token_ids, end_id=end_id, mask_id=mask_id, pad_id=pad_id
         )
         # There is no start token: the first step's input only fills an unseen slot.
         return self._generate_functions.run(

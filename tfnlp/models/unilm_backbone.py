@@ -89,9 +89,10 @@ class UniLMBackbone(BertBackbone):
     the LM task.
 
     Inputs (a dict, int32): `token_ids`, `segment_ids` (0 / 1),
-    `padding_mask` `(B, T)` and `objective` `(B,)`. Outputs: as
-    `BertBackbone`. Initialise from BERT with `from_bert`; `to_bert` gives
-    the bidirectional encoder as a plain `BertBackbone` (same weights) for
+    `padding_mask` `(B, T)` and `objective` `(B,)` (checked as
+    `BertBackbone` checks its inputs). Outputs: as `BertBackbone`.
+    Initialise from BERT with `from_bert`; `to_bert` gives the
+    bidirectional encoder as a plain `BertBackbone` (same weights) for
     classifiers and exporters.
 
     Args:
@@ -140,6 +141,13 @@ class UniLMBackbone(BertBackbone):
             vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, dropout,
             max_sequence_length, NUM_SEGMENT_ROWS, **kwargs,
         )
+
+    def _input_specs(self):
+        return {
+            **super()._input_specs(),
+            "segment_ids": ("BT", 2, "segments A and B"),
+            "objective": ("B", len(masks_lib.OBJECTIVES), "one of `masks.OBJECTIVES`"),
+        }
 
     def _functional_inputs(self):
         inputs = super()._functional_inputs()

@@ -1,0 +1,22 @@
+"""What every tfnlp model with its own `compile()` needs for `.keras` files."""
+
+import keras
+
+
+class RestoresCompile:
+    """Mixin: a `.keras` file restores the model's `compile()`, optimizer state included.
+
+    Keras re-compiles a loaded model only through `compile_from_config`
+    and skips a model whose `compile()` is overridden (with a warning),
+    which left tfnlp's models without optimizer, loss or metrics after
+    `keras.saving.load_model`. The saved configuration holds the objects
+    `compile()` resolved (optimizer, losses, metrics), so compiling with them
+    again is exact; building the optimizer lets Keras load its variables
+    (step counter, moments) from the file.
+    """
+
+    def compile_from_config(self, config):
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**{k: v for k, v in config.items() if v is not None})
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
