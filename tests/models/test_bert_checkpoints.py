@@ -72,6 +72,20 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
         models.load_google_checkpoint(str(tmp_path))
 
 
+def test_a_bad_config_file_is_a_clear_error_naming_every_problem(tmp_path):
+    config = tmp_path / "bert_config.json"
+    config.write_text('{"vocab_size": 30, "hidden_size": 64')  # cut short
+    with pytest.raises(ValueError, match="Cannot read the BERT config .*bert_config.json"):
+        models.load_google_checkpoint(str(tmp_path))
+    config.write_text('{"vocab_size": "30", "hidden_size": 64, "num_hidden_layers": 0}')
+    with pytest.raises(ValueError) as error:
+        models.load_google_checkpoint(str(tmp_path))
+    for problem in ("vocab_size='30' is not a positive int", "num_hidden_layers=0",
+                    "num_attention_heads missing", "intermediate_size missing",
+                    "max_position_embeddings missing"):
+        assert problem in str(error.value)
+
+
 def test_matches_a_hugging_face_bert_after_import(tmp_path):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

@@ -35,6 +35,28 @@ def backbone_config_from_google(config):
     }
 
 
+_REQUIRED_KEYS = ("vocab_size", "num_hidden_layers", "num_attention_heads", "hidden_size",
+                  "intermediate_size", "max_position_embeddings")
+
+
+def _read_config(path):
+    """A BERT JSON config, or a ValueError naming the file and every missing or non-int key."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"Cannot read the BERT config {path}: {error}") from error
+    if not isinstance(config, dict):
+        raise ValueError(f"The BERT config {path} must be a JSON object, got {type(config).__name__}.")
+    problems = [f"{key} missing" for key in _REQUIRED_KEYS if key not in config]
+    problems += [f"{key}={config[key]!r} is not a positive int" for key in _REQUIRED_KEYS
+                 if key in config and (isinstance(config[key], bool) or not isinstance(config[key], int)
+                                       or config[key] <= 0)]
+    if problems:
+        raise ValueError(f"The BERT config {path} is invalid: {'; '.join(problems)}.")
+    return config
+
+
 def _check_vocabulary_file(directory, config):
     """A `vocab.txt` shipped with the checkpoint must hold `vocab_size` tokens."""
     path = os.path.join(directory, "vocab.txt")
@@ -154,12 +176,12 @@ def load_google_checkpoint(directory, pretrainer_cls=None):
         A `BertBackbone` (or a pretrainer) holding the released weights.
 
     Raises:
-        ValueError: when `vocab.txt` does not have `vocab_size` tokens, or
+        ValueError: when `bert_config.json` is unreadable or lacks a size,
+            `vocab.txt` does not have `vocab_size` tokens, or
             the checkpoint's tensors do not fit the configuration (all the
             problems are listed).
     """
-    with open(os.path.join(directory, "bert_config.json"), encoding="utf-8") as f:
-        config = json.load(f)
+    config = _read_config(os.path.join(directory, "bert_config.json"))
     _check_vocabulary_file(directory, config)
     backbone = BertBackbone(**backbone_config_from_google(config))
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
@@ -269,8 +291,7 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None):
     """
     from safetensors.numpy import load_file
 
-    with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
+    config = _read_config(os.path.join(directory, "config.json"))
     if config.get("layer_norm_eps", 1e-12) != 1e-12:
         raise ValueError(f"Only layer_norm_eps=1e-12 is supported, got {config['layer_norm_eps']}.")
     _check_vocabulary_file(directory, config)
