@@ -660,10 +660,14 @@ def test_the_checks_compile_with_xla_and_leave_valid_outputs_unchanged():
 
 def test_a_vocabulary_that_does_not_belong_to_the_checkpoint(tmp_path):
     models.save_google_checkpoint(_model("bert"), str(tmp_path))
-    data.save_vocabulary(VOCABULARY, str(tmp_path / "vocab.txt"))  # 7 tokens, not 30
-    with pytest.raises(ValueError, match=r"vocab.txt has 7 tokens but the checkpoint's "
-                                         r"`vocab_size` is 30"):
+    extra = [f"extra{i}" for i in range(26)]
+    data.save_vocabulary(VOCABULARY + extra, str(tmp_path / "vocab.txt"))  # 33 tokens, not 30
+    with pytest.raises(ValueError, match=r"vocab.txt has 33 tokens but the checkpoint's "
+                                         r"`vocab_size` is only 30"):
         models.load_google_checkpoint(str(tmp_path))
+    # Fewer tokens than embedding rows is valid (releases pad the embedding).
+    data.save_vocabulary(VOCABULARY, str(tmp_path / "vocab.txt"))
+    assert models.load_google_checkpoint(str(tmp_path)).vocabulary_size == 30
     os.remove(tmp_path / "vocab.txt")
     config = json.loads((tmp_path / "bert_config.json").read_text())
     (tmp_path / "bert_config.json").write_text(json.dumps({**config, "vocab_size": 31}))

@@ -91,7 +91,8 @@ class ServingProcess:
         self._process = subprocess.Popen([sys.executable, "-c", _SERVER, path], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._log)
         self._buffer = b""
-        assert self._read_reply(timeout=300) == "ready"
+        if self._read_reply(timeout=300) != "ready":
+            raise AssertionError("the serving process did not start")
 
     def _read_reply(self, timeout):
         deadline = time.monotonic() + timeout
@@ -106,6 +107,7 @@ class ServingProcess:
             ready, _, _ = select.select([self._process.stdout], [], [], max(left, 0))
             chunk = os.read(self._process.stdout.fileno(), 1 << 20) if ready else None
             if not chunk:
+                self._process.kill()  # hung or dead: free its memory now
                 self._log.seek(0)
                 reason = "timed out" if chunk is None else f"died ({self._process.poll()})"
                 raise AssertionError(f"the serving process {reason}:\n{self._log.read()[-3000:].decode()}")
@@ -121,9 +123,12 @@ class ServingProcess:
         return {name: _array(output) for name, output in reply["outputs"].items()}
 
     def close(self):
-        self._process.stdin.close()
-        self._process.wait(timeout=60)
-        self._log.close()
+        try:
+            self._process.stdin.close()
+            self._process.wait(timeout=60)
+        finally:
+            self._process.kill()
+            self._log.close()
 
 
 def _array(output):

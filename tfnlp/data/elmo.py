@@ -159,6 +159,7 @@ def elmo_dataset(
     shuffle_buffer=0,
     seed=0,
     drop_remainder=True,
+    max_input_bytes=100_000,
 ):
     """Sentences -> ELMo biLM batches: character ids and both LM targets.
 
@@ -177,6 +178,9 @@ def elmo_dataset(
         shuffle_buffer: int, sentences shuffled at once (0: keep order).
         seed: int.
         drop_remainder: bool.
+        max_input_bytes: int, each sentence is cut to this many bytes
+            before it is split into words (`sentence_tokens`); export with
+            the same value to serve sentences exactly as they were trained.
 
     Returns:
         `tf.data.Dataset` of dicts of int32: `character_ids` `(B, T, C)`;
@@ -187,6 +191,7 @@ def elmo_dataset(
     if sequence_length < 2:
         raise ValueError(f"`sequence_length` must be at least 2, got {sequence_length}.")
     batch_size = _validation.positive_int("batch_size", batch_size)
+    max_input_bytes = _validation.positive_int("max_input_bytes", max_input_bytes)
     if list(word_vocabulary[:3]) != [BOS, EOS, UNK]:
         raise ValueError(f"`word_vocabulary` must start with {[BOS, EOS, UNK]}.")
     table = tf.lookup.StaticHashTable(
@@ -202,7 +207,7 @@ def elmo_dataset(
         texts = texts.shuffle(shuffle_buffer, seed=seed)
 
     def encode(sentences):
-        tokens = sentence_tokens(sentences, sequence_length)
+        tokens = sentence_tokens(sentences, sequence_length, max_input_bytes)
         count = tokens.nrows()
         ids = table.lookup(tokens)
         padded_tokens = tokens.to_tensor("", shape=[count, sequence_length])

@@ -176,18 +176,20 @@ def ids_in_range(name, ids, upper, what):
         bad = None if 0 <= ids < upper else ids
     else:
         values = ids.flat_values if isinstance(ids, tf.RaggedTensor) else ids
-        low, high = tf.reduce_min(values), tf.reduce_max(values)  # empty: (max, min) int
+        # int64, so that a bound never wraps around in a narrow dtype (uint8
+        # positions against T = 512); empty ids give (max, min): no error.
+        bounds = tf.cast(tf.stack([tf.reduce_min(values), tf.reduce_max(values)]), tf.int64)
         if not tf.executing_eagerly():
             message = f"`{name}` must be in [0, {what})"
             if isinstance(upper, numbers.Integral):
                 message = f"`{name}` must be in [0, {upper}) ({what})"
             checks = [
-                tf.debugging.assert_greater_equal(low, tf.zeros((), low.dtype), message=message),
-                tf.debugging.assert_less(high, tf.cast(upper, high.dtype), message=message),
+                tf.debugging.assert_greater_equal(bounds[0], tf.zeros((), tf.int64), message=message),
+                tf.debugging.assert_less(bounds[1], tf.cast(upper, tf.int64), message=message),
             ]
             with tf.control_dependencies(checks):
                 return tf.identity(ids)
-        low, high = int(low), int(high)
+        low, high = bounds.numpy().tolist()  # one device-to-host copy
         bad = low if low < 0 else high if high >= int(upper) else None
     if bad is not None:
         raise ValueError(f"`{name}` must be in [0, {int(upper)}) ({what}), got {bad}.")

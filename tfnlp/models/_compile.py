@@ -16,7 +16,8 @@ class RestoresCompile:
     """
 
     def compile_from_config(self, config):
-        config = keras.saving.deserialize_keras_object(config)
-        self.compile(**{k: v for k, v in config.items() if v is not None})
+        # Every argument as saved: an explicit `None` (no metrics, say) stays
+        # `None` rather than becoming the model's "auto" default.
+        self.compile(**keras.saving.deserialize_keras_object(config))
         if self.built:
             self.optimizer.build(self.trainable_variables)

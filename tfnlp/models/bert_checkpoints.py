@@ -13,7 +13,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.data.vocabulary import load_vocabulary
 from tfnlp.models.bert_backbone import BertBackbone
 
 _LAYER = "bert/encoder/layer_{i}/"
@@ -58,13 +57,19 @@ def _read_config(path):
 
 
 def _check_vocabulary_file(directory, config):
-    """A `vocab.txt` shipped with the checkpoint must hold `vocab_size` tokens."""
+    """A `vocab.txt` shipped with the checkpoint may not hold more than `vocab_size` tokens.
+
+    Fewer is valid (some releases pad the embedding to a multiple of 8 with
+    unused rows), so only the line count is compared here; the tokenizer
+    checks the tokens themselves when it is built.
+    """
     path = os.path.join(directory, "vocab.txt")
     if os.path.exists(path):
-        size = len(load_vocabulary(path))
-        if size != config["vocab_size"]:
+        with open(path, "rb") as f:
+            size = sum(1 for line in f if line.strip(b"\r\n"))
+        if size > config["vocab_size"]:
             raise ValueError(
-                f"{path} has {size} tokens but the checkpoint's `vocab_size` is "
+                f"{path} has {size} tokens but the checkpoint's `vocab_size` is only "
                 f"{config['vocab_size']}: the vocabulary does not belong to this checkpoint."
             )
 
@@ -177,7 +182,7 @@ def load_google_checkpoint(directory, pretrainer_cls=None):
 
     Raises:
         ValueError: when `bert_config.json` is unreadable or lacks a size,
-            `vocab.txt` does not have `vocab_size` tokens, or
+            `vocab.txt` has more than `vocab_size` tokens, or
             the checkpoint's tensors do not fit the configuration (all the
             problems are listed).
     """

@@ -81,23 +81,17 @@ def _cross_entropy(logits, labels, smoothing):
 
 
 def _smoothing_term(logits, largest, smoothing):
-    """`ε (largest - mean(logits, -1))`, also where float32 overflows midway.
+    """`ε (largest - mean(logits, -1))`, without overflowing midway.
 
     `reduce_mean` sums first: a row of 50 logits of 1e38 (or of both signs
     near 3e38) sums to inf or NaN, and `largest - mean` can overflow where
-    `ε` times it does not; the smoothed loss was then -inf, inf or NaN. Only
-    when the term is not finite (a check on `(N,)` values; `tf.cond`, so the
-    second pass runs in that case alone) is it recomputed as
-    `sum(ε largest / V - ε l / V)`: non-negative terms that overflow only
-    if the term itself does, and exactly 0 for a row of equal logits.
+    `ε` times it does not; the smoothed loss was then -inf, inf or NaN.
+    Scaling each logit by `ε / V` before summing keeps every partial sum
+    within `ε max|l|`, so the term overflows only if its true value does. One
+    pass, no branch (no host round trip for a condition).
     """
-    term = smoothing * (largest - tf.reduce_mean(logits, -1))
-
-    def rescaled():
-        scale = smoothing / tf.cast(tf.shape(logits)[-1], logits.dtype)
-        return tf.reduce_sum(largest[:, None] * scale - logits * scale, -1)
-
-    return tf.cond(tf.reduce_all(tf.math.is_finite(term)), lambda: term, rescaled)
+    scale = smoothing / tf.cast(tf.shape(logits)[-1], logits.dtype)
+    return smoothing * largest - tf.reduce_sum(logits * scale, -1)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
