@@ -43,7 +43,7 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from _common import markdown_table, peak_rss_mb, write_json  # noqa: E402
+from _common import fresh_process_arguments, markdown_table, peak_rss_mb, write_json  # noqa: E402
 
 # Nothing from tfnlp (nor keras) is imported at module level: the --serve
 # process runs this file and must load the SavedModel without them.
@@ -177,10 +177,7 @@ def main():
     parser.add_argument("--timeout", type=int, default=1800, help="per serving process, seconds")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 2 rounds, a 2,000-token vocabulary")
-    parser.add_argument("--json", default="benchmarks/results/input_length.json")
-    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # the fresh process
-    parser.add_argument("--request", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--output", default=None, help=argparse.SUPPRESS)
+    fresh_process_arguments(parser, "benchmarks/results/input_length.json")
     args = parser.parse_args()
     if args.serve:
         serving_process(args.serve, args.request, args.output)

@@ -48,7 +48,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from _common import current_rss_mb, peak_rss_mb, write_json  # noqa: E402
+from _common import current_rss_mb, fresh_process_arguments, peak_rss_mb, write_json  # noqa: E402
 
 # Nothing from tfnlp (nor keras) is imported at module level: the --serve
 # process runs this file and must load the SavedModel without them.
@@ -299,10 +299,7 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run (< 1 minute): bert_tiny, 64 / 128 tokens, a 2,000-token "
                         "vocabulary, 20 requests, 2 length rounds")
-    parser.add_argument("--json", default="benchmarks/results/serving.json")
-    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # the fresh process
-    parser.add_argument("--request", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--output", default=None, help=argparse.SUPPRESS)
+    fresh_process_arguments(parser, "benchmarks/results/serving.json")
     args = parser.parse_args()
     if args.serve:
         serving_process(args.serve, args.request, args.output)

@@ -79,6 +79,7 @@ _SERVER = textwrap.dedent(
 class ServingProcess:
     """A SavedModel loaded once in a new Python process without tfnlp, called over pipes.
 
+    Use it as a context manager (`with ServingProcess(path) as process:`).
     `process(signature, **inputs)` sends one request (each input a list of
     `str` or `bytes`, any bytes at all) and returns `{output: np.ndarray}`
     with the served shapes; a signature that raises, a process that dies, or
@@ -121,6 +122,12 @@ class ServingProcess:
         reply = json.loads(self._read_reply(self.timeout))
         assert "error" not in reply, f"{signature}{inputs!r:.300} raised {reply.get('error')}"
         return {name: _array(output) for name, output in reply["outputs"].items()}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     def close(self):
         try:

@@ -116,8 +116,5 @@ def test_any_batch_of_any_text_is_served(bert, tmp_path, signature, names):
         signature, check = "serving_default", _filled
     else:
         path, check = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert")), _encoded
-    process = ServingProcess(path)
-    try:
+    with ServingProcess(path) as process:
         check_any_batch_is_served(process, signature, names, check)
-    finally:
-        process.close()

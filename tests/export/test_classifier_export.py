@@ -85,9 +85,8 @@ def test_bad_input_gives_valid_results(exported, tmp_path):
 
 @pytest.fixture(scope="module")
 def server(exported):
-    process = ServingProcess(exported[0])
-    yield process
-    process.close()
+    with ServingProcess(exported[0]) as process:
+        yield process
 
 
 def _valid_classes(outputs, batch):

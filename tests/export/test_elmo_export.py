@@ -131,11 +131,8 @@ def _embedded(outputs, batch):
 
 
 def test_any_batch_of_any_text_is_embedded(exported):
-    process = ServingProcess(exported[0])
-    try:
+    with ServingProcess(exported[0]) as process:
         check_any_batch_is_served(process, "serving_default", ["text"], _embedded)
-    finally:
-        process.close()
 
 
 def test_bad_arguments_are_refused(exported, tmp_path):

@@ -86,11 +86,8 @@ def _terminated(outputs, batch):
 
 
 def test_any_batch_of_any_text_terminates_within_max_length(exported):
-    process = ServingProcess(exported[0])
-    try:
+    with ServingProcess(exported[0]) as process:
         check_any_batch_is_served(process, "serving_default", ["text"], _terminated)
-    finally:
-        process.close()
 
 
 def test_empty_batch(exported):

@@ -222,6 +222,20 @@ def static_index(name, index):
     return value
 
 
+def _keras_shape_pass():
+    """Whether Keras is tracing a model for its output shapes only (`compute_output_spec`).
+
+    Its placeholders carry whatever dtype Keras derived from the data spec
+    (under `MirroredStrategy`, `fit` derives float64 for int32 ids), and
+    nothing traced there ever runs, so only shapes are checked there.
+    """
+    try:
+        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+    except ImportError:  # a Keras without it: check everything
+        return False
+    return in_symbolic_scope()
+
+
 def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
     """A Functional model's int inputs, checked before Keras casts them to int32.
 
@@ -249,6 +263,7 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
         inputs = {next(iter(specs)): inputs}
     checked = dict(inputs)
     entries = []
+    shape_pass = _keras_shape_pass()
     for name, (pattern, _, _) in specs.items():
         value = checked.get(name)
         if value is None or isinstance(value, keras.KerasTensor):
@@ -258,10 +273,11 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
         if value.shape.rank == len(pattern) + 1 and value.shape[-1] == 1:
             value = tf.squeeze(value, -1)  # as Keras does for a trailing axis of 1
         checked[name] = value
-        entries.append((name, value, pattern, "mask" if name.endswith("mask") else "int"))
+        kind = None if shape_pass else "mask" if name.endswith("mask") else "int"
+        entries.append((name, value, pattern, kind))
     tensors(*entries, limits=limits, **known)
     for name, _, _, _ in entries:
         upper, what = specs[name][1:]
-        if check_ranges and upper is not None:
+        if check_ranges and upper is not None and not shape_pass:
             checked[name] = ids_in_range(name, checked[name], upper, what)
     return next(iter(checked.values())) if single else checked
