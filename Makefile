@@ -26,8 +26,12 @@ demo: $(STAMP)
 		--epochs 3 --export saved_models/reviews
 	@echo "SavedModel: saved_models/reviews/1   TensorBoard: tensorboard --logdir runs"
 
+# Test processes (pytest-xdist; each test file stays in one process, so module
+# fixtures are built once). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
