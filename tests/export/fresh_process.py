@@ -173,10 +173,16 @@ def check_any_batch_is_served(process, signature, names, check, max_examples=25)
     finite, and `check(outputs, batch_size)` holds (the signature's own
     documented shapes and ranges).
     """
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
 
     rows = st.lists(st.tuples(*[text_strategy()] * len(names)), max_size=4)
+    width = len(names)
+    # Always tried as well: the empty batch, an all-empty row, and (pairs)
+    # either side empty next to a 1 MB other side.
+    always = [[], [("",) * width], [("x" * 1_000_000,) + ("",) * (width - 1)]]
+    if width == 2:
+        always.append([("", "only the second"), ("only the first", ""), ("", "x" * 1_000_000)])
 
     @settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
@@ -189,4 +195,6 @@ def check_any_batch_is_served(process, signature, names, check, max_examples=25)
                 assert np.isfinite(value).all(), name
         check(outputs, len(rows))
 
+    for batch in always:
+        served = example(rows=batch)(served)
     served()
