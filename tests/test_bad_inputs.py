@@ -430,6 +430,8 @@ CASES = [
      ValueError, r"`vocabulary_size` must be a positive integer, got 0"),
     call(M.BertBackbone, TypeError, r"`token_ids` must be an integer tensor, got dtype float64",
          lambda: _model("bert")(_bert_inputs(token_ids=[[2.0, 5.5, 6.0, 3.0, 0.0]]))),
+    call(M.BertBackbone, ValueError, r"`token_ids` has no positions \(shape \(1, 0\)\)",
+         lambda: _model("bert")({k: np.zeros((1, 0), "int32") for k in _bert_inputs()})),
     call(M.BertBackbone, TypeError, r"`token_ids` must be an integer tensor, got dtype string",
          lambda: _model("bert")(_bert_inputs(token_ids=[["a", "b", "c", "d", "e"]]))),
     call(M.BertBackbone, TypeError, r"`segment_ids` must be an integer tensor, got dtype float",

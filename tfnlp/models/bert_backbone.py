@@ -49,9 +49,9 @@ class BertBackbone(keras.Model):
     `sequence_output` `(B, T, hidden_dim)` and `pooled_output`
     `(B, hidden_dim)`.
 
-    Bad inputs fail at the call with an error naming the input: a float or
-    string id is a TypeError; mismatched shapes, `T > max_sequence_length`
-    or an id outside `[0, vocabulary_size)` (`[0, num_segments)` for
+    Bad inputs (given as the documented dict) fail at the call with an
+    error naming the input: a float or string id is a TypeError; mismatched
+    shapes, `T = 0`, `T > max_sequence_length` or an id outside `[0, vocabulary_size)` (`[0, num_segments)` for
     segments) a ValueError. In a graph (`tf.function`, `fit`, a SavedModel)
     the id ranges are checked by assertions, an `InvalidArgumentError` at
     run time with the same message; XLA (`jit_compile`) compiles those out.
@@ -170,6 +170,12 @@ class BertBackbone(keras.Model):
             inputs, self._input_specs(),
             limits={"T": (self.max_sequence_length, "max_sequence_length")},
         )
+        token_ids = inputs.get("token_ids") if isinstance(inputs, dict) else None
+        if token_ids is not None and token_ids.shape.rank == 2 and token_ids.shape[1] == 0:
+            raise ValueError(
+                f"`token_ids` has no positions (shape {tuple(token_ids.shape)}); every sequence "
+                "needs at least its [CLS] token, which the pooled output reads."
+            )
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
     def _checked_task_inputs(self, inputs, **extra_specs):
