@@ -182,11 +182,11 @@ def write_json(path, rows, **extra):
     return results
 
 
-def fresh_process_arguments(parser, json_default):
+def fresh_process_arguments(parser):
     """`--json`, and the hidden `--serve/--request/--output` of a script's fresh serving process."""
     import argparse
 
-    parser.add_argument("--json", default=json_default)
+    parser.add_argument("--json", default=None, help="results (default: results/NAME[_quick].json)")
     parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # the fresh process
     parser.add_argument("--request", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None, help=argparse.SUPPRESS)

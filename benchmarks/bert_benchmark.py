@@ -14,7 +14,7 @@ backbone's forward pass. Rounds alternate between the sides in one process;
 reported: median tokens/s, the median over rounds of keras-hub time / tfnlp
 time (> 1: tfnlp faster), and model-FLOPs utilisation (MFU): the model's
 matmul FLOPs per second over the matmul peak of the same dtype measured at
-the start of the same run (`machine_benchmark.matmul_peak_gflops`).
+the end of the same run (`machine_benchmark.matmul_peak_gflops`).
 
 `--profile` instead traces a few training steps of each side with the
 TensorFlow profiler and prints where the time goes, by part of the model
@@ -25,7 +25,7 @@ dense layers, ...), as a share of summed op time.
     python benchmarks/bert_benchmark.py [--presets bert_tiny bert_mini bert_small]
         [--policies float32 mixed_bfloat16] [--jit 0 1] [--json PATH]
     python benchmarks/bert_benchmark.py --presets bert_base --rounds 2 --steps 1 --jit 0
-    python benchmarks/bert_benchmark.py --profile --presets bert_tiny bert_small --jit 0
+    python benchmarks/bert_benchmark.py --profile --presets bert_tiny bert_small
 """
 
 import argparse

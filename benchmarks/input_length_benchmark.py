@@ -177,13 +177,14 @@ def main():
     parser.add_argument("--timeout", type=int, default=1800, help="per serving process, seconds")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 2 rounds, a 2,000-token vocabulary")
-    fresh_process_arguments(parser, "benchmarks/results/input_length.json")
+    fresh_process_arguments(parser)
     args = parser.parse_args()
     if args.serve:
         serving_process(args.serve, args.request, args.output)
         return
     if 100 not in args.lengths:
         parser.error("--lengths must include 100 (the reference request)")
+    args.json = args.json or f"benchmarks/results/input_length{'_quick' if args.quick else ''}.json"
     if args.quick:
         args.rounds, args.vocabulary_size, args.vocabulary_reviews = 2, 2000, 600
 

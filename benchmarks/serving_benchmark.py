@@ -299,11 +299,12 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run (< 1 minute): bert_tiny, 64 / 128 tokens, a 2,000-token "
                         "vocabulary, 20 requests, 2 length rounds")
-    fresh_process_arguments(parser, "benchmarks/results/serving.json")
+    fresh_process_arguments(parser)
     args = parser.parse_args()
     if args.serve:
         serving_process(args.serve, args.request, args.output)
         return
+    args.json = args.json or f"benchmarks/results/serving{'_quick' if args.quick else ''}.json"
     if args.quick:
         args.preset, args.bert_sequence_length, args.transformer_sequence_length = "bert_tiny", 64, 128
         args.vocabulary_size, args.vocabulary_reviews = 2000, 600

@@ -1,6 +1,7 @@
 """Bad configurations and bad first calls of every public layer and model.
 
-Each case is `(class, action, exception type, message regex)`: the action
+Each case is `(class, kind, action, exception type, message regex)`,
+kind "init" or "call": the action
 either constructs an instance with a bad argument or calls a tiny, already
 built instance with a bad input. The error must name the argument and the
 expected value, and come from tfnlp's own checks (or Keras' argument

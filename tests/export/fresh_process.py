@@ -55,7 +55,6 @@ def serve(path, calls, tmp_path):
 _SERVER = textwrap.dedent(
     """
     import json, sys
-    import numpy as np
     import tensorflow as tf
     import tensorflow_text  # registers the ops; tfnlp itself is never imported
     assert "tfnlp" not in sys.modules
@@ -111,7 +110,7 @@ class ServingProcess:
                 self._process.kill()  # hung or dead: free its memory now
                 self._log.seek(0)
                 reason = "timed out" if chunk is None else f"died ({self._process.poll()})"
-                raise AssertionError(f"the serving process {reason}:\n{self._log.read()[-3000:].decode()}")
+                raise AssertionError(f"the serving process {reason}:\n{self._log.read()[-3000:].decode(errors='replace')}")
             self._buffer += chunk
 
     def __call__(self, signature, **inputs):
@@ -176,8 +175,8 @@ def check_any_batch_is_served(process, signature, names, check, max_examples=25)
     from hypothesis import HealthCheck, example, given, settings
     from hypothesis import strategies as st
 
-    rows = st.lists(st.tuples(*[text_strategy()] * len(names)), max_size=4)
     width = len(names)
+    rows = st.lists(st.tuples(*[text_strategy()] * width), max_size=4)
     # Always tried as well: the empty batch, an all-empty row, and (pairs)
     # either side empty next to a 1 MB other side.
     always = [[], [("",) * width], [("x" * 1_000_000,) + ("",) * (width - 1)]]

@@ -6,14 +6,16 @@ import pytest
 from tests.export.fresh_process import check_any_batch_is_served
 
 
-def _fake_signature(bad):
-    """A 'served' signature returning a NaN, or one row too few, for some inputs."""
+def _fake_signature(bad, drop_a_row=False):
+    """A 'served' signature returning a NaN (or one row too few) when some text is bad."""
 
     def process(signature, text):
         scores = np.zeros((len(text), 2), "float32")
         for i, t in enumerate(text):
             if bad(t):
                 scores[i, 0] = np.nan
+        if drop_a_row and any(bad(t) for t in text):
+            scores = np.zeros((len(text) - 1, 2), "float32")
         return {"scores": scores}
 
     return process
@@ -27,6 +29,12 @@ def _fake_signature(bad):
 def test_the_check_finds_a_signature_that_fails_on_some_text(bad):
     with pytest.raises(AssertionError):
         check_any_batch_is_served(_fake_signature(bad), "serving_default", ["text"], lambda o, b: None)
+
+
+def test_the_check_finds_a_signature_that_drops_a_row():
+    with pytest.raises(AssertionError):
+        check_any_batch_is_served(_fake_signature(lambda t: t == "", drop_a_row=True),
+                                  "serving_default", ["text"], lambda o, b: None)
 
 
 def test_the_check_passes_a_well_behaved_signature_and_tries_every_batch_size():

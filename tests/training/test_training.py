@@ -31,6 +31,8 @@ def test_adamw_decays_kernels_and_embeddings_only():
     assert any("token_embedding" in p for p in decayed)
     assert any(p.endswith("intermediate_dense/kernel") for p in decayed)
     assert not any(p.endswith(("bias", "gamma", "beta")) for p in decayed)
+    # Positional arguments are Keras' (`AdamW(learning_rate, weight_decay, ...)`).
+    assert float(training.AdamW(0.25, 0.5).learning_rate) == 0.25
     # The exclusions survive serialization (Keras' AdamW forgets them).
     restored = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
     assert type(restored) is training.AdamW

@@ -6,8 +6,8 @@ import tensorflow_text as tf_text
 
 from tfnlp.data import vocabulary as vocabulary_lib
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
-from tfnlp.layers import _validation
 from tfnlp.data._tensors import cut_at_character
+from tfnlp.layers import _validation
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")

@@ -57,8 +57,8 @@ class FillMaskServingModule(tf.Module):
     would split it into `[`, `mask`, `]`, so the text is split on it first,
     after cutting it to the tokenizer's `max_input_bytes` (the cost of a
     request is bounded; masks past the cut, or past the sequence length,
-    are not answered). Signature `serving_default(text)` returns, for the first `max_masks`
-    masks of each text (padded when fewer): `tokens` `tf.string (B, M, K)`,
+    are not answered). Signature `serving_default(text)` returns, for the
+    first `max_masks` masks of each text (padded when fewer): `tokens` `tf.string (B, M, K)`,
     `token_ids` int32 `(B, M, K)`, `probabilities` float32 `(B, M, K)`,
     `mask_positions` int32 `(B, M)` (positions in the packed input) and
     `mask_count` int32 `(B,)` (how many of the `M` rows are real).
@@ -82,10 +82,7 @@ class FillMaskServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def fill_mask(self, text):
         tokenizer = self.preprocessor.tokenizer
-        # The whole text is cut to the tokenizer's `max_input_bytes` before
-        # splitting, so a 1 MB text of [MASK]s costs what a 100 kB one does
-        # (masks beyond the cut, like tokens beyond the sequence length,
-        # are not answered).
+        # Cut before splitting: a 1 MB text of [MASK]s costs what 100 kB does.
         text = cut_at_character(text, tokenizer.max_input_bytes)
         pieces = tf.strings.split(text, "[MASK]")  # (B, P)
         tokens = tokenizer(pieces)  # (B, P, T)

@@ -5,6 +5,12 @@ import numbers
 import keras
 import tensorflow as tf
 
+try:  # Keras' shape-only tracing (`compute_output_spec`), see `_keras_shape_pass`
+    from keras.src.backend.common.symbolic_scope import in_symbolic_scope
+except ImportError:  # a Keras without it: check everything
+    def in_symbolic_scope():
+        return False
+
 
 def positive_int(name, value, allow_none=False):
     """Returns `value` if it is a positive int (or `None` when allowed)."""
@@ -229,10 +235,6 @@ def _keras_shape_pass():
     (under `MirroredStrategy`, `fit` derives float64 for int32 ids), and
     nothing traced there ever runs, so only shapes are checked there.
     """
-    try:
-        from keras.src.backend.common.symbolic_scope import in_symbolic_scope
-    except ImportError:  # a Keras without it: check everything
-        return False
     return in_symbolic_scope()
 
 

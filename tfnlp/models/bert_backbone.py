@@ -9,6 +9,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
+from tfnlp.models._mixins import ChecksInputs
 
 # Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
 BERT_PRESETS = {
@@ -36,7 +37,7 @@ def bert_kernel_initializer():
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertBackbone(keras.Model):
+class BertBackbone(ChecksInputs, keras.Model):
     """BERT: token + segment + learned position embeddings and post-LN blocks.
 
     `embeddings = LayerNorm(token + segment + position)`, dropout, then
@@ -51,8 +52,8 @@ class BertBackbone(keras.Model):
 
     Bad inputs (given as the documented dict) fail at the call with an
     error naming the input: a float or string id is a TypeError; mismatched
-    shapes, `T = 0`, `T > max_sequence_length` or an id outside `[0, vocabulary_size)` (`[0, num_segments)` for
-    segments) a ValueError. In a graph (`tf.function`, `fit`, a SavedModel)
+    shapes, `T = 0`, `T > max_sequence_length` or an id outside
+    `[0, vocabulary_size)` (`[0, num_segments)` for segments) a ValueError. In a graph (`tf.function`, `fit`, a SavedModel)
     the id ranges are checked by assertions, an `InvalidArgumentError` at
     run time with the same message; XLA (`jit_compile`) compiles those out.
 
@@ -165,7 +166,7 @@ class BertBackbone(keras.Model):
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
+    def _checked_inputs(self, inputs):
         inputs = _validation.model_inputs(
             inputs, self._input_specs(),
             limits={"T": (self.max_sequence_length, "max_sequence_length")},
@@ -176,7 +177,7 @@ class BertBackbone(keras.Model):
                 f"`token_ids` has no positions (shape {tuple(token_ids.shape)}); every sequence "
                 "needs at least its [CLS] token, which the pooled output reads."
             )
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+        return inputs
 
     def _checked_task_inputs(self, inputs, **extra_specs):
         """A task model's inputs, dtypes and shapes checked before Keras casts them.

@@ -4,7 +4,8 @@ import keras
 
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
-from tfnlp.models._compile import RestoresCompile
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.optimizers import bert_adamw
@@ -13,7 +14,7 @@ from tfnlp.training.optimizers import with_loss_scaling
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertClassifier(RestoresCompile, keras.Model):
+class BertClassifier(RestoresCompile, ChecksInputs, keras.Model):
     """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by
@@ -62,9 +63,8 @@ class BertClassifier(RestoresCompile, keras.Model):
         self.num_classes = num_classes
         self.dropout = dropout
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        inputs = self.backbone._checked_task_inputs(inputs)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+    def _checked_inputs(self, inputs):
+        return self.backbone._checked_task_inputs(inputs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

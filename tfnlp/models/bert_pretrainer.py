@@ -3,7 +3,8 @@
 import keras
 
 from tfnlp.layers.masked_lm_head import MaskedLMHead
-from tfnlp.models._compile import RestoresCompile
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
@@ -34,7 +35,7 @@ def pretraining_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertPretrainer(RestoresCompile, keras.Model):
+class BertPretrainer(RestoresCompile, ChecksInputs, keras.Model):
     """A `BertBackbone` with BERT's two pretraining heads.
 
     Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied
@@ -84,9 +85,8 @@ class BertPretrainer(RestoresCompile, keras.Model):
         nsp = self.next_sentence_head(outputs["pooled_output"])
         super().__init__(inputs=inputs, outputs={"mlm": mlm, "nsp": nsp}, **kwargs)
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        inputs = self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+    def _checked_inputs(self, inputs):
+        return self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
 
     def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
         if optimizer == "auto":

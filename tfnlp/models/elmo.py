@@ -10,7 +10,8 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
-from tfnlp.models._compile import RestoresCompile
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling
@@ -86,7 +87,7 @@ def _dtype_config(config):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(RestoresCompile, keras.Model):
+class ELMoBiLM(RestoresCompile, ChecksInputs, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector
@@ -256,9 +257,8 @@ class ELMoBiLM(RestoresCompile, keras.Model):
         self.forward_perplexity = Perplexity(name="forward_perplexity")
         self.backward_perplexity = Perplexity(name="backward_perplexity")
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        inputs = _checked_characters(inputs, self.max_characters)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+    def _checked_inputs(self, inputs):
+        return _checked_characters(inputs, self.max_characters)
 
     @staticmethod
     def padding_mask(character_ids):
@@ -393,7 +393,7 @@ class ELMoBiLM(RestoresCompile, keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoEmbedder(keras.Model):
+class ELMoEmbedder(ChecksInputs, keras.Model):
     """ELMo vectors for a downstream task: `γ · Σ_j softmax(w)_j · h_j`.
 
     Runs an `ELMoBiLM` and mixes its `2L + 1` representations with a
@@ -475,9 +475,8 @@ class ELMoEmbedder(keras.Model):
         self.trainable_bilm = trainable_bilm
         self.dropout = dropout
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        inputs = _checked_characters(inputs, self.bilm.max_characters)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+    def _checked_inputs(self, inputs):
+        return _checked_characters(inputs, self.bilm.max_characters)
 
     def get_config(self):
         return {

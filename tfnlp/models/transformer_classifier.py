@@ -8,7 +8,8 @@ from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
-from tfnlp.models._compile import RestoresCompile
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.training.optimizers import bert_adamw
@@ -19,7 +20,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(RestoresCompile, keras.Model):
+class TransformerClassifier(RestoresCompile, ChecksInputs, keras.Model):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
@@ -180,10 +181,9 @@ class TransformerClassifier(RestoresCompile, keras.Model):
         self.num_segments = num_segments
         self.activation = activation
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
+    def _checked_inputs(self, inputs):
         specs = input_specs(self.vocabulary_size, self.num_segments)
-        inputs = _validation.model_inputs(inputs, specs)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+        return _validation.model_inputs(inputs, specs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

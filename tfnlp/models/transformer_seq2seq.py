@@ -16,7 +16,8 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
-from tfnlp.models._compile import RestoresCompile
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 from tfnlp.training.optimizers import with_loss_scaling
@@ -64,7 +65,7 @@ def seq2seq_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(RestoresCompile, keras.Model):
+class TransformerSeq2Seq(RestoresCompile, ChecksInputs, keras.Model):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal
@@ -244,7 +245,7 @@ class TransformerSeq2Seq(RestoresCompile, keras.Model):
             self.decoding_step, self.initial_decoding_state
         )
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
+    def _checked_inputs(self, inputs):
         target_size = self.target_embedding.input_dim
         specs = {
             "encoder_token_ids": ("BS", self.source_vocabulary_size, "`source_vocabulary_size`"),
@@ -252,8 +253,7 @@ class TransformerSeq2Seq(RestoresCompile, keras.Model):
             "decoder_token_ids": ("BT", target_size, _TARGET_SIZE),
             "decoder_padding_mask": ("BT", None, None),
         }
-        inputs = _validation.model_inputs(inputs, specs)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+        return _validation.model_inputs(inputs, specs)
 
     def _checked_source(self, encoder_token_ids, encoder_padding_mask, **token_ids):
         """`check_source`, the source ids' range and the generation token ids' range."""

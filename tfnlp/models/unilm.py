@@ -9,7 +9,8 @@ from tfnlp.generation.compiled_search import check_source
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
-from tfnlp.models._compile import RestoresCompile
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
@@ -32,7 +33,7 @@ def unilm_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class UniLM(RestoresCompile, keras.Model):
+class UniLM(RestoresCompile, ChecksInputs, keras.Model):
     """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
 
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
@@ -108,9 +109,8 @@ class UniLM(RestoresCompile, keras.Model):
             self.decoding_step, self.initial_decoding_state
         )
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        inputs = self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+    def _checked_inputs(self, inputs):
+        return self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

@@ -321,18 +321,17 @@ def _check_resumable(path, parts):
         extra = sum(key.startswith(f"{part}/") for key in shapes) - len(variables)
         if extra > 0:
             problems.append(f"{part}: the checkpoint has {extra} more than the model's {len(variables)}")
-    if not problems:
-        try:  # every tensor, checksums included, so that a bad file restores nothing
-            for key in shapes:
-                reader.get_tensor(key)
-        except Exception as error:
-            raise ValueError(f"The checkpoint {path} is corrupt or truncated: {error}") from error
     if problems:
         raise ValueError(
             f"The checkpoint {path} was not written by this model (another configuration, dtype "
             f"policy or optimizer?); use a new `checkpoint_dir` or the original settings. "
             f"{len(problems)} mismatch(es): " + "; ".join(problems)
         )
+    try:  # every tensor, checksums included, so that a bad file restores nothing
+        for key in shapes:
+            reader.get_tensor(key)
+    except Exception as error:
+        raise ValueError(f"The checkpoint {path} is corrupt or truncated: {error}") from error
 
 
 def _check_workers_agree(strategy, step):

@@ -43,8 +43,8 @@ class AdamW(keras.optimizers.AdamW):
     [0.99899, 2.00098]
     """
 
-    def __init__(self, exclude_from_weight_decay_names=None, **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, *args, exclude_from_weight_decay_names=None, **kwargs):
+        super().__init__(*args, **kwargs)  # positional as Keras' (`AdamW(1e-3)`)
         self._excluded_names = ()
         if exclude_from_weight_decay_names:
             self.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay_names))

@@ -1,4 +1,4 @@
-"""What every tfnlp model with its own `compile()` needs for `.keras` files."""
+"""What tfnlp's Functional models share: input checks, and `compile()` restored from `.keras` files."""
 
 import keras
 
@@ -21,3 +21,20 @@ class RestoresCompile:
         self.compile(**keras.saving.deserialize_keras_object(config))
         if self.built:
             self.optimizer.build(self.trainable_variables)
+
+
+class ChecksInputs:
+    """Mixin: `call` checks the model's inputs (`_checked_inputs`) before Keras casts them.
+
+    Keras' Functional `call` casts every input to the dtype of its
+    `keras.Input` (float token ids silently become ints) and fails deep in
+    TensorFlow on wrong shapes; a model defines `_checked_inputs(inputs)`
+    (usually `tfnlp.layers._validation.model_inputs`) to name the argument
+    instead.
+    """
+
+    def _checked_inputs(self, inputs):
+        raise NotImplementedError
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        return super().call(self._checked_inputs(inputs), training=training, mask=mask, **kwargs)
