@@ -23,7 +23,7 @@ dense layers, ...), as a share of summed op time.
 
     pip install keras-hub==0.32.0   # benchmark-only dependency
     python benchmarks/bert_benchmark.py [--presets bert_tiny bert_mini bert_small]
-        [--policies float32 mixed_bfloat16] [--jit 0 1] [--json PATH]
+        [--policies float32 mixed_bfloat16] [--jit 0 1] [--batch-size 32] [--json PATH]
     python benchmarks/bert_benchmark.py --presets bert_base --rounds 2 --steps 1 --jit 0
     python benchmarks/bert_benchmark.py --profile --presets bert_tiny bert_small
 """
@@ -141,7 +141,7 @@ def compare(preset, policy, jit, rounds, steps):
     keras.config.set_dtype_policy("float32")
     ours = prepared(tfnlp_model, preset, policy, jit)
     theirs = prepared(keras_hub_model, preset, policy, jit)
-    result = {"preset": preset, "policy": policy, "jit_compile": jit}
+    result = {"preset": preset, "policy": policy, "jit_compile": jit, "batch_size": BATCH}
     for index, kind in enumerate(("train", "infer")):
         mine, other = [], []
         for _ in range(rounds):
@@ -234,17 +234,22 @@ def profile(preset, policy, steps=3):
 
 
 def main():
+    global BATCH, TOKENS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", nargs="+", default=["bert_tiny", "bert_mini", "bert_small"])
     parser.add_argument("--policies", nargs="+", default=["float32", "mixed_bfloat16"])
     parser.add_argument("--jit", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="sequences per step (32 everywhere in benchmarks/README.md except "
+                             "the GPU section's 256)")
     parser.add_argument("--profile", action="store_true",
                         help="trace training steps and print where the time goes")
     parser.add_argument("--json", default=None,
                         help="default benchmarks/results/bert.json (bert_profile.json with --profile)")
     args = parser.parse_args()
+    BATCH, TOKENS = args.batch_size, args.batch_size * LENGTH
     if args.profile:
         rows = [row for preset in args.presets for policy in args.policies
                 for row in profile(preset, policy)]

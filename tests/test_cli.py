@@ -50,7 +50,7 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     assert "`steps` must be int" in _error(capsys, ["pretrain", "elmo", "--config", str(config),
                                                    "--output", str(tmp_path)])
     config.write_text(json.dumps({"jit_compile": "yes"}))
-    assert "`jit_compile` must be bool" in _error(capsys, ["finetune", "--config", str(config),
+    assert "`jit_compile` must be bool or 'auto'" in _error(capsys, ["finetune", "--config", str(config),
                                                           "--pretrained", "x", "--output", "y"])
     config.write_text("[1, 2]")
     assert "mapping" in _error(capsys, ["export", "--config", str(config)])
@@ -87,6 +87,9 @@ def test_yaml_config_and_flags_override_it(tmp_path):
     assert settings["steps"] == 7 and settings["batch_size"] == 12
     assert settings["dtype"] == "mixed_bfloat16" and settings["preset"] == "bert_tiny"
     assert settings["learning_rate"] == 1e-3  # YAML 1.1 reads 1e-3 as text; accepted as a number
+    assert settings["jit_compile"] == "auto"  # Keras resolves it: XLA where a GPU or TPU is visible
+    for value in (True, False, "auto"):
+        assert cli.resolve(cli._schema(args), {"jit_compile": value}, flags)["jit_compile"] == value
 
 
 def _tfnlp(*argv, stdin=None):

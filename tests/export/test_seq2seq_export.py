@@ -105,9 +105,26 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
         export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9, beam_size=0)
     with pytest.raises(ValueError, match="model"):
         export.export_seq2seq(keras.Sequential(), source, target, str(tmp_path))
+    with pytest.raises(ValueError, match="jit_compile"):
+        export.export_seq2seq(model, source, target, str(tmp_path), jit_compile="auto")
     too_short = 2 if isinstance(model, models.UniLM) else 1  # no room for a token
     with pytest.raises(ValueError, match="source_length"):
         export.export_seq2seq(model, source, target, str(tmp_path), too_short, 9)
     if isinstance(model, models.UniLM):
         with pytest.raises(ValueError, match="position table"):
             export.export_seq2seq(model, source, target, str(tmp_path), 20, 20)
+
+
+def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_path):
+    _, model, source, target, settings = exported
+    path = export.export_seq2seq(model, source, target, str(tmp_path / "xla"), SOURCE_LENGTH,
+                                 jit_compile=True, **settings)
+    graph = tf.saved_model.load(path).signatures["serving_default"].graph.as_graph_def()
+    marked = [function.signature.name for function in graph.library.function
+              if function.attr["_XlaMustCompile"].b]
+    assert marked, "the decoding loop must be marked for XLA"
+    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}],
+                      tmp_path)
+    expected = expected_outputs(model, source, target, TEXTS[:3], settings)
+    np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
+    np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)

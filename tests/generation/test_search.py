@@ -280,3 +280,22 @@ def test_numpy_token_ids_are_accepted():
     result = greedy_search(markov_step(random_table(0)), tf.constant([START]), np.int64(5),
                            np.int64(END), pad_id=np.int32(0), state=tf.zeros([1], tf.int32))
     assert result["token_ids"].dtype == tf.int32
+
+
+class _Device:
+    def __init__(self, device_type):
+        self.device_type = device_type
+
+
+def test_jit_compile_auto_follows_the_visible_devices(monkeypatch):
+    from tfnlp.generation._common import resolve_jit_compile
+
+    assert resolve_jit_compile(True) is True and resolve_jit_compile(False) is False
+    visible = [_Device("CPU")]
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda *args: visible)
+    assert resolve_jit_compile("auto") is False
+    visible.append(_Device("GPU"))
+    assert resolve_jit_compile("auto") is True
+    for bad in ("yes", "AUTO", 1, None, np.bool_(True)):
+        with pytest.raises(ValueError, match="`jit_compile` must be True, False or 'auto'"):
+            resolve_jit_compile(bad)

@@ -39,11 +39,18 @@ class Seq2SeqServingModule(tf.Module):
         beam_size: int, 1 for greedy search.
         length_penalty: float, GNMT's alpha (beam search).
         no_repeat_ngram_size: int, 0 (off) or e.g. 3 for trigram blocking.
+        jit_compile: bool, mark the decoding loop for XLA in the SavedModel.
+            Off by default: the graph then runs as written everywhere.
+            Turned on, the server compiles it once per batch size (seconds
+            each), after which a decoding step on a GPU is 26-37x faster
+            (H100, benchmarks/README.md).
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, source_length, max_length,
-                 beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0):
+                 beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0, jit_compile=False):
         super().__init__(name="seq2seq_serving")
+        if not isinstance(jit_compile, bool):
+            raise ValueError(f"`jit_compile` must be True or False at export, got {jit_compile!r}.")
         if not isinstance(model, (TransformerSeq2Seq, UniLM)):
             raise ValueError(
                 f"`model` must be a TransformerSeq2Seq or a UniLM, got {type(model).__name__}."
@@ -97,6 +104,7 @@ class Seq2SeqServingModule(tf.Module):
             "beam_size": beam_size,
             "length_penalty": length_penalty,
             "no_repeat_ngram_size": no_repeat_ngram_size,
+            "jit_compile": jit_compile,
         }
         # Check the settings now (with clear errors), not when tracing at save.
         model.generate(tf.zeros([0, 1], tf.int32), **self.settings)
@@ -127,7 +135,7 @@ class Seq2SeqServingModule(tf.Module):
 
 def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source_length=128,
                    max_length=128, beam_size=4, length_penalty=0.6, no_repeat_ngram_size=0,
-                   version=1):
+                   version=1, jit_compile=False):
     """Writes a raw-text -> generated-text SavedModel to `export_dir/VERSION/`.
 
     It loads with only TensorFlow and tensorflow-text (`import
@@ -145,6 +153,8 @@ def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source
         length_penalty: float.
         no_repeat_ngram_size: int.
         version: int, the version subdirectory.
+        jit_compile: bool, mark the decoding loop for XLA (see
+            `Seq2SeqServingModule`; off by default).
 
     Returns:
         The path of the written version.
@@ -163,5 +173,6 @@ def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source
     TensorShape([2, 5])
     """
     module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
-                                  max_length, beam_size, length_penalty, no_repeat_ngram_size)
+                                  max_length, beam_size, length_penalty, no_repeat_ngram_size,
+                                  jit_compile)
     return save(module, export_dir, version, {"serving_default": module.generate})

@@ -55,10 +55,11 @@ class CompiledSearch:
         start_id, end_id, pad_id = int(start_id), int(end_id), int(pad_id)
         max_length, no_repeat_ngram_size = int(max_length), int(no_repeat_ngram_size)
         beam_size = _validation.positive_int("beam_size", beam_size)
+        jit_compile = _common.resolve_jit_compile(jit_compile)
         if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
             raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
         key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, start_id,
-               end_id, pad_id, bool(use_cache), bool(jit_compile), tuple(sorted(ids.items())))
+               end_id, pad_id, bool(use_cache), jit_compile, tuple(sorted(ids.items())))
         function = self.by_setting.get(key)
         if function is None:
 
@@ -80,7 +81,7 @@ class CompiledSearch:
 
             function = tf.function(
                 search, input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
-                jit_compile=bool(jit_compile),
+                jit_compile=jit_compile,
             )
             self.by_setting[key] = function
         return function(source_ids, source_mask)
