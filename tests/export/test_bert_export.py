@@ -73,6 +73,25 @@ def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
     assert np.isfinite(np.array(bad["probabilities"])).all()
 
 
+def test_fill_mask_drops_a_mask_split_by_the_input_cut(bert, corpus_vocabulary):
+    _, pretrainer, _ = bert
+    text = "word [MASK] and [MASK]"  # the second [MASK] spans bytes 16-21
+
+    def fill(max_input_bytes, texts):
+        tokenizer = data.WordPieceTokenizer(corpus_vocabulary, max_input_bytes=max_input_bytes)
+        module = export.bert.FillMaskServingModule(pretrainer, data.BertPreprocessor(tokenizer, 24),
+                                                   top_k=3, max_masks=2)
+        return {k: v.numpy() for k, v in module.fill_mask(tf.constant(texts)).items()}
+
+    unsplit = fill(100, ["word [MASK] and ", text, "[MA", "[MASK"])
+    assert unsplit["mask_count"].tolist() == [1, 2, 0, 0]  # texts that were not cut: as they are
+    for cut_at in range(17, 22):  # the cut leaves "[", "[M", ..., "[MASK"
+        filled = fill(cut_at, [text])
+        for name in ("mask_count", "mask_positions", "token_ids"):
+            np.testing.assert_array_equal(filled[name][0], unsplit[name][0], err_msg=f"{cut_at}")
+        np.testing.assert_allclose(filled["probabilities"][0], unsplit["probabilities"][0], atol=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["backbone", "fill_mask"])
 def test_saved_model_cli_lists_the_signatures(bert, tmp_path, kind):
     backbone, pretrainer, preprocessor = bert

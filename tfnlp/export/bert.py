@@ -50,6 +50,35 @@ class BackboneServingModule(tf.Module):
         return self._encode(self.preprocessor((text_a, text_b)))
 
 
+MASK = "[MASK]"
+
+
+def without_split_mask(texts, cut):
+    """`cut` (prefixes of `texts`) less a `[MASK]` the cut split at its end.
+
+    A text cut inside a trailing `[MASK]` (ending in `[`, `[M`, ..., `[MASK`)
+    would otherwise be tokenized as `[`, `mask`: that partial literal is
+    dropped. Texts that were not cut are returned as they are, whatever
+    they end with. Looks at the last 5 bytes only.
+
+    >>> without_split_mask(tf.constant(["a [MASK] b [MA", "c [MA"]),
+    ...                    tf.constant(["a [MASK] b [MA", "c [MA"])).numpy().tolist()
+    [b'a [MASK] b [MA', b'c [MA']
+    >>> without_split_mask(tf.constant(["a [MASK] b [MASK]"]),
+    ...                    tf.constant(["a [MASK] b [MA"])).numpy().tolist()
+    [b'a [MASK] b ']
+    """
+    length = tf.strings.length(cut)
+    partial = tf.zeros_like(length)  # bytes of a split [MASK] at the end
+    for size in range(1, len(MASK)):
+        start = tf.maximum(length - size, 0)
+        ends = tf.equal(tf.strings.substr(cut, start, tf.fill(tf.shape(start), size)), MASK[:size])
+        partial = tf.where(ends & (length >= size), size, partial)
+    was_cut = length < tf.strings.length(texts)
+    keep = tf.where(was_cut, length - partial, length)
+    return tf.strings.substr(cut, tf.zeros_like(keep), keep)
+
+
 class FillMaskServingModule(tf.Module):
     """Text with `[MASK]` in, the `top_k` most likely tokens for each mask out.
 
@@ -57,7 +86,7 @@ class FillMaskServingModule(tf.Module):
     would split it into `[`, `mask`, `]`, so the text is split on it first,
     after cutting it to the tokenizer's `max_input_bytes` (the cost of a
     request is bounded; masks past the cut, or past the sequence length,
-    are not answered). Signature `serving_default(text)` returns, for the
+    are not answered, and a `[MASK]` split by the cut is dropped). Signature `serving_default(text)` returns, for the
     first `max_masks` masks of each text (padded when fewer): `tokens` `tf.string (B, M, K)`,
     `token_ids` int32 `(B, M, K)`, `probabilities` float32 `(B, M, K)`,
     `mask_positions` int32 `(B, M)` (positions in the packed input) and
@@ -83,7 +112,7 @@ class FillMaskServingModule(tf.Module):
     def fill_mask(self, text):
         tokenizer = self.preprocessor.tokenizer
         # Cut before splitting: a 1 MB text of [MASK]s costs what 100 kB does.
-        text = cut_at_character(text, tokenizer.max_input_bytes)
+        text = without_split_mask(text, cut_at_character(text, tokenizer.max_input_bytes))
         pieces = tf.strings.split(text, "[MASK]")  # (B, P)
         tokens = tokenizer(pieces)  # (B, P, T)
         # Exactly one [MASK] after every piece, also after empty pieces.
