@@ -12,6 +12,7 @@ import functools
 import inspect
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -378,7 +379,7 @@ CASES = [
          lambda: _layer("tokenizer")(tf.constant([1, 2]))),
     call(D.WordPieceTokenizer, TypeError, r"`token_ids` must be an integer tensor, got dtype "
          r"float32", lambda: _layer("tokenizer").detokenize(tf.constant([[1.5]]))),
-    call(D.WordPieceTokenizer, IndexError, r"Id 99 is outside \[0, 7\)",
+    call(D.WordPieceTokenizer, IndexError, r"`token_id` 99 is outside the vocabulary's ids \[0, 7\)",
          lambda: _layer("tokenizer").id_to_token(99)),
     # SegmentPacker
     init(D.SegmentPacker, ValueError, r"`sequence_length` must be at least 3 .*got 2", 2,
@@ -475,7 +476,7 @@ CASES = [
     call(M.BertPretrainer, ValueError, r"`masked_positions` has shape \(2, 2\), but its axis B .* "
          r"must be 1", lambda: _model("pretrainer")(_bert_inputs(masked_positions=[[1, 2], [1, 2]]))),
     # UniLMBackbone
-    init(M.UniLMBackbone, ValueError, r"UniLM's segment table has 6 rows",
+    init(M.UniLMBackbone, ValueError, r"`num_segments` must be 6 \(UniLM's segment table has 6 rows\), got 2",
          **_bert_config(num_segments=2)),
     init(M.UniLMBackbone, ValueError, r"`hidden_dim` \(8\) must be divisible by `num_heads` \(5\)",
          **_bert_config(num_heads=5)),
@@ -605,9 +606,21 @@ def _case_id(case):
     "cls, kind, action, error, message", CASES, ids=[_case_id(c) for c in CASES]
 )
 def test_bad_input_raises_a_clear_error(cls, kind, action, error, message):
-    with pytest.raises(error, match=message) as info:
+    assert not issubclass(error, tf.errors.OpError)  # the table expects Python-level errors
+    # Any exception is caught, so that a TensorFlow kernel error (an OpError,
+    # which is no ValueError/TypeError) or another type is reported as such.
+    with pytest.raises(Exception) as info:  # noqa: B017 (the type is checked below)
         action()
-    assert not isinstance(info.value, tf.errors.OpError)
+    raised = info.value
+    assert not isinstance(raised, tf.errors.OpError), (
+        f"a TensorFlow kernel error instead of a checked {error.__name__}: {raised!r}"
+    )
+    assert type(raised) is error, (
+        f"expected {error.__name__}, got {type(raised).__name__}: {raised}"
+    )
+    assert re.search(message, str(raised)), f"{message!r} not in {str(raised)!r}"
+    # The message names the offending argument, e.g. `token_ids` or `inputs[0]`.
+    assert re.search(r"`[^`\s]+`", str(raised)), f"no `argument` named in {str(raised)!r}"
     assert "function_node" not in str(info.value)  # no kernel-level TensorFlow message
     # Raised by tfnlp's own checks, not from deep inside TensorFlow or Keras.
     origin = str(info.traceback[-1].path)
@@ -615,6 +628,11 @@ def test_bad_input_raises_a_clear_error(cls, kind, action, error, message):
         assert f"{os.sep}keras{os.sep}" in origin, origin
     else:
         assert f"{os.sep}tfnlp{os.sep}" in origin and f"{os.sep}tests{os.sep}" not in origin, origin
+
+
+def test_the_exception_list_names_cases_of_the_table():
+    cases = {(cls, message) for cls, _, _, _, message in CASES}
+    assert KERAS_CHECKS <= cases
 
 
 def _public_classes(module):

@@ -36,11 +36,17 @@ from tfnlp.layers import MultiHeadAttention, TransformerBlock, TransformerDecode
 from tfnlp.training import SmoothedSparseCategoricalCrossentropy, sparse_softmax_cross_entropy
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
-RNG = np.random.default_rng(0)
 
 
-def _normal(*shape):
-    return RNG.normal(size=shape).astype("float32")
+@pytest.fixture
+def rng():
+    """Each test's own generator, seeded the same way every time: a test's data
+    do not depend on which tests ran before it (order, `-k`, xdist workers)."""
+    return np.random.default_rng(0)
+
+
+def _normal(rng, *shape):
+    return rng.normal(size=shape).astype("float32")
 
 
 def _np(x):
@@ -58,10 +64,10 @@ def _gradients(tape, target, sources):
 # --- Fully-masked attention rows ---
 
 
-def _attention(policy):
+def _attention(policy, rng):
     keras.mixed_precision.set_global_policy(policy)
     layer = MultiHeadAttention(num_heads=2, key_dim=4, bias_initializer="random_normal")
-    x = tf.constant(_normal(2, 4, 8))
+    x = tf.constant(_normal(rng, 2, 4, 8))
     layer(x, x)
     return layer, x
 
@@ -73,8 +79,8 @@ def _hidden_rows(mask):
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("path", ["attention_mask", "value_mask", "self_cache", "cross_cache"])
-def test_fully_masked_query_rows_are_zero_on_every_path(policy, path):
-    layer, x = _attention(policy)
+def test_fully_masked_query_rows_are_zero_on_every_path(policy, path, rng):
+    layer, x = _attention(policy, rng)
     mask = np.ones((2, 4, 4), bool)
     mask[0, 1] = False  # one row of one sequence
     mask[1] = False  # every row of the other sequence
@@ -102,14 +108,14 @@ def test_fully_masked_query_rows_are_zero_on_every_path(policy, path):
 
 
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
-def test_masked_keys_stay_hidden_below_large_negative_scores(policy):
+def test_masked_keys_stay_hidden_below_large_negative_scores(policy, rng):
     # Visible scores of about -1.3e10: a masked score replaced by a finite
     # constant such as -1e9 would take all the weight.
     keras.mixed_precision.set_global_policy(policy)
     layer = MultiHeadAttention(num_heads=1, key_dim=4, use_bias=False, kernel_initializer="ones")
     query = tf.fill((1, 1, 8), 1e4)
     key = tf.concat([tf.fill((1, 3, 8), -1e4), tf.fill((1, 1, 8), -9e3)], axis=1)  # key 3 is masked
-    value = tf.constant(_normal(1, 4, 8))
+    value = tf.constant(_normal(rng, 1, 4, 8))
     mask = np.array([[[1, 1, 1, 0]]], bool)
     out, weights = layer(query, value, key=key, attention_mask=mask, return_attention_scores=True)
     np.testing.assert_allclose(_np(weights)[0, 0, 0], [1 / 3, 1 / 3, 1 / 3, 0.0], atol=1e-2)
@@ -119,11 +125,11 @@ def test_masked_keys_stay_hidden_below_large_negative_scores(policy):
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("norm_first", [False, True])
-def test_encoder_block_on_all_padding_adds_nothing_from_attention(policy, norm_first):
+def test_encoder_block_on_all_padding_adds_nothing_from_attention(policy, norm_first, rng):
     keras.mixed_precision.set_global_policy(policy)
     block = TransformerBlock(num_heads=2, intermediate_dim=16, norm_first=norm_first,
                              bias_initializer="random_normal")
-    x = tf.constant(_normal(2, 4, 8))
+    x = tf.constant(_normal(rng, 2, 4, 8))
     padding = np.array([[1, 1, 0, 0], [0, 0, 0, 0]], bool)  # the second sequence is all padding
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -144,10 +150,10 @@ def test_encoder_block_on_all_padding_adds_nothing_from_attention(policy, norm_f
 
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("padded", ["encoder", "decoder", "both"])
-def test_decoder_block_on_all_padding(policy, padded):
+def test_decoder_block_on_all_padding(policy, padded, rng):
     keras.mixed_precision.set_global_policy(policy)
     block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16, bias_initializer="random_normal")
-    target, source = tf.constant(_normal(2, 3, 8)), tf.constant(_normal(2, 5, 8))
+    target, source = tf.constant(_normal(rng, 2, 3, 8)), tf.constant(_normal(rng, 2, 5, 8))
     target_padding, source_padding = np.ones((2, 3), bool), np.ones((2, 5), bool)
     if padded in ("encoder", "both"):
         source_padding[1] = False  # cross-attention on an all-padding memory
@@ -288,11 +294,11 @@ EXTREME_CASES = [(dtype, m) for dtype, ms in MAGNITUDES.items() for m in ms]
 GRADIENT_ATOL = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 1e-2}
 
 
-def _extreme_logits(magnitude, dtype):
+def _extreme_logits(magnitude, dtype, rng):
     """Rows (V classes) and labels: mixed signs with the label at the max and at
     the min, all logits equal (+ and -), and a tie of two at the max."""
     mixed = np.linspace(-magnitude, magnitude, V)
-    RNG.shuffle(mixed)
+    rng.shuffle(mixed)
     rows = [mixed, mixed, np.full(V, magnitude), np.full(V, -magnitude),
             np.where(np.arange(V) < 2, magnitude, -magnitude)]
     labels = [int(np.argmax(mixed)), int(np.argmin(mixed)), 7, 0, 1]
@@ -327,8 +333,8 @@ def _assert_losses(actual, expected, logits, smoothing):
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1])
 @pytest.mark.parametrize("dtype, magnitude", EXTREME_CASES)
-def test_cross_entropy_on_extreme_logits(dtype, magnitude, smoothing):
-    logits, labels = _extreme_logits(magnitude, dtype)
+def test_cross_entropy_on_extreme_logits(dtype, magnitude, smoothing, rng):
+    logits, labels = _extreme_logits(magnitude, dtype, rng)
     with tf.GradientTape() as tape:
         tape.watch(logits)
         losses = sparse_softmax_cross_entropy(labels, logits, smoothing)
@@ -340,9 +346,9 @@ def test_cross_entropy_on_extreme_logits(dtype, magnitude, smoothing):
     np.testing.assert_allclose(_np(gradient), expected_gradient, atol=GRADIENT_ATOL[dtype])
 
 
-def _finite_rows(magnitude, dtype, smoothing):
+def _finite_rows(magnitude, dtype, smoothing, rng):
     """The rows of `_extreme_logits` whose exact loss fits float32, and weights."""
-    logits, labels = _extreme_logits(magnitude, dtype)
+    logits, labels = _extreme_logits(magnitude, dtype, rng)
     expected, _, as_given = _reference(logits, labels, smoothing)
     keep = np.abs(expected) < np.finfo(np.float32).max
     weights = np.where(np.arange(len(labels)) % 2 == 0, 1.0, 0.0)[keep]  # some weights are 0
@@ -368,8 +374,8 @@ def _bert_pretraining_loss(labels, logits, weights):
     [("mean_with_sample_weight", 0.0), ("mean_with_sample_weight", 0.1), ("bert_pretraining", 0.0)],
 )
 @pytest.mark.parametrize("dtype, magnitude", EXTREME_CASES)
-def test_weighted_losses_on_extreme_logits(dtype, magnitude, loss_name, smoothing):
-    logits, labels, weights, expected, as_given = _finite_rows(magnitude, dtype, smoothing)
+def test_weighted_losses_on_extreme_logits(dtype, magnitude, loss_name, smoothing, rng):
+    logits, labels, weights, expected, as_given = _finite_rows(magnitude, dtype, smoothing, rng)
     weights_t = tf.constant(weights, tf.float32)
     with tf.GradientTape() as tape:
         tape.watch(logits)

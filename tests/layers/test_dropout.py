@@ -34,6 +34,24 @@ def test_drop_rate_and_scale(rate, shape):
     assert abs(dropped - n * rate) < 5 * np.sqrt(n * rate * (1 - rate)), (dropped, n * rate)
 
 
+@pytest.mark.parametrize("rate", [1 / 3, 0.99])
+def test_scale_uses_the_rounded_rate_not_the_rate(rate):
+    # Rates far from a multiple of 1/65536 relative to 1 - rate, so that the
+    # two possible scales differ by much more than the tolerance: a layer
+    # scaling by 1 / (1 - rate) fails here (1/3: 7.6e-6 apart, 0.99: 5.5e-4).
+    rtol = 1e-6
+    rounded = round(rate * 65536) / 65536
+    right, wrong = 1.0 / (1.0 - rounded), 1.0 / (1.0 - rate)
+    assert abs(right - wrong) / wrong > 5 * rtol, (rate, abs(right - wrong) / wrong)
+    out = Dropout(rate, seed=1)(tf.ones((4001,)), training=True).numpy()
+    kept = out[out != 0]
+    assert kept.size > 10
+    np.testing.assert_allclose(kept, right, rtol=rtol)
+    assert not np.allclose(kept, wrong, rtol=rtol, atol=0.0)
+    # float32 keeps the two apart: they round to different float32 values.
+    assert np.float32(right) != np.float32(wrong)
+
+
 def test_both_halves_of_a_word_are_used_independently():
     # The low and high 16 bits of each word fill the first and second half
     # of the mask: each half drops at the rate, and they are uncorrelated.

@@ -310,15 +310,41 @@ def test_int8_quantized_layer_stays_close_to_float():
     np.testing.assert_allclose(after, before, atol=0.05 * np.abs(before).max())
 
 
-def test_lora_projections_equal_calling_the_layers():
-    layer = MultiHeadAttention(num_heads=2, key_dim=4)
-    x = tf.random.stateless_normal((2, 3, 8), seed=(1, 1))
-    reference = layer(x, x)
-    for dense in (layer._query_dense, layer._key_dense, layer._value_dense, layer._output_dense):
-        dense.enable_lora(2)
-        dense.lora_kernel_b.assign(tf.random.stateless_normal(dense.lora_kernel_b.shape, seed=(2, 2)))
-    with_lora = layer(x, x)
-    assert np.abs(with_lora - reference).max() > 1e-3  # LoRA is applied...
-    # ...exactly as the layers' own call would apply it.
-    from tfnlp.layers.multi_head_attention import _project_heads
-    np.testing.assert_allclose(_project_heads(layer._query_dense, x), layer._query_dense(x), atol=1e-5)
+PROJECTIONS = ("_query_dense", "_key_dense", "_value_dense", "_output_dense")
+
+
+@pytest.mark.parametrize("projections", [(p,) for p in PROJECTIONS] + [PROJECTIONS],
+                         ids=[p.strip("_") for p in PROJECTIONS] + ["all"])
+def test_lora_projections_equal_calling_the_layers(projections):
+    # The projections are 2-D matmuls on the EinsumDense weights, not calls of
+    # the layers: LoRA on any of them must still be applied, exactly as the
+    # layer's own call applies it. Cross-attention with distinct sizes, so
+    # that every projection has its own shapes.
+    query = tf.random.stateless_normal((2, 3, 8), seed=(1, 1))
+    value = tf.random.stateless_normal((2, 4, 6), seed=(1, 2))
+    ours, keras_mha = _paired(query, value, num_heads=2, key_dim=4, value_dim=3)
+    before = ours(query, value)
+    assert_allclose(before, keras_mha(query, value), atol=1e-5)
+    for n, name in enumerate(projections):
+        mine, theirs = getattr(ours, name), getattr(keras_mha, name)
+        for dense in (mine, theirs):
+            dense.enable_lora(2)
+        b = tf.random.stateless_normal(mine.lora_kernel_b.shape, seed=(2, n))
+        mine.lora_kernel_b.assign(b)
+        theirs.lora_kernel_b.assign(b)
+        theirs.lora_kernel_a.assign(mine.lora_kernel_a)
+    with_lora = ours(query, value)
+    assert np.abs(with_lora - before).max() > 1e-3  # LoRA is applied...
+    # ...exactly as the layers' own calls (in Keras' attention) apply it...
+    assert_allclose(with_lora, keras_mha(query, value), atol=1e-5)
+    # ...and projection by projection, against calling the layer itself.
+    from tfnlp.layers.multi_head_attention import _merge_heads, _project_heads
+    context = tf.random.stateless_normal((2, 2, 3, 3), seed=(3, 3))  # (B, H, T, V)
+    inputs = {"_query_dense": query, "_key_dense": value, "_value_dense": value}
+    for name in projections:
+        dense = getattr(ours, name)
+        if name == "_output_dense":
+            fast, called = _merge_heads(dense, context), dense(tf.transpose(context, [0, 2, 1, 3]))
+        else:
+            fast, called = _project_heads(dense, inputs[name]), dense(inputs[name])
+        assert_allclose(fast, called, atol=1e-5)

@@ -104,7 +104,9 @@ class WordPieceTokenizer(PreprocessingLayer):
     def id_to_token(self, token_id):
         """The token of `token_id`."""
         if not 0 <= token_id < len(self.vocabulary):
-            raise IndexError(f"Id {token_id} is outside [0, {len(self.vocabulary)}).")
+            raise IndexError(
+                f"`token_id` {token_id} is outside the vocabulary's ids [0, {len(self.vocabulary)})."
+            )
         return self.vocabulary[token_id]
 
     def call(self, inputs):

@@ -133,8 +133,12 @@ class UniLMBackbone(BertBackbone):
         max_sequence_length=512,
         **kwargs,
     ):
-        if kwargs.pop("num_segments", NUM_SEGMENT_ROWS) != NUM_SEGMENT_ROWS:
-            raise ValueError(f"UniLM's segment table has {NUM_SEGMENT_ROWS} rows.")
+        num_segments = kwargs.pop("num_segments", NUM_SEGMENT_ROWS)
+        if num_segments != NUM_SEGMENT_ROWS:
+            raise ValueError(
+                f"`num_segments` must be {NUM_SEGMENT_ROWS} (UniLM's segment table has "
+                f"{NUM_SEGMENT_ROWS} rows), got {num_segments!r}."
+            )
         self.objective_segments = ObjectiveSegments(name="objective_segments")
         self.objective_attention_mask = ObjectiveAttentionMask(name="objective_attention_mask")
         super().__init__(
