@@ -50,8 +50,8 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     assert "`steps` must be int" in _error(capsys, ["pretrain", "elmo", "--config", str(config),
                                                    "--output", str(tmp_path)])
     config.write_text(json.dumps({"jit_compile": "yes"}))
-    assert "`jit_compile` must be bool or 'auto'" in _error(capsys, ["finetune", "--config", str(config),
-                                                          "--pretrained", "x", "--output", "y"])
+    assert "`jit_compile` must be bool or 'auto'" in _error(
+        capsys, ["finetune", "--config", str(config), "--pretrained", "x", "--output", "y"])
     config.write_text("[1, 2]")
     assert "mapping" in _error(capsys, ["export", "--config", str(config)])
     config.write_text("{not json")

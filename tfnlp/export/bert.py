@@ -86,8 +86,9 @@ class FillMaskServingModule(tf.Module):
     would split it into `[`, `mask`, `]`, so the text is split on it first,
     after cutting it to the tokenizer's `max_input_bytes` (the cost of a
     request is bounded; masks past the cut, or past the sequence length,
-    are not answered, and a `[MASK]` split by the cut is dropped). Signature `serving_default(text)` returns, for the
-    first `max_masks` masks of each text (padded when fewer): `tokens` `tf.string (B, M, K)`,
+    are not answered, and a `[MASK]` split by the cut is dropped).
+    Signature `serving_default(text)` returns, for the first `max_masks`
+    masks of each text (padded when fewer): `tokens` `tf.string (B, M, K)`,
     `token_ids` int32 `(B, M, K)`, `probabilities` float32 `(B, M, K)`,
     `mask_positions` int32 `(B, M)` (positions in the packed input) and
     `mask_count` int32 `(B,)` (how many of the `M` rows are real).

@@ -32,14 +32,14 @@ def check_arguments(max_length, no_repeat_ngram_size, **token_ids):
 def resolve_jit_compile(jit_compile):
     """`jit_compile` as a bool; `"auto"` is XLA exactly when a GPU or TPU is visible.
 
-    Keras' rule for `compile(jit_compile="auto")`, and what the measurements
+    Keras' rule for `compile(jit_compile="auto")` on one device, and what the measurements
     say for decoding (benchmarks/README.md): on an H100, a BERT-mini-sized
     UniLM or translator decodes a step 26-37x faster with XLA (without it
     the step is kernel launches); on this project's CPU XLA is about 2x
     faster in float32 but slower in bfloat16, and compiles once per input
     shape, so `"auto"` leaves it off there.
 
-    >>> resolve_jit_compile(True)
+    >>> resolve_jit_compile("auto") == bool(tf.config.list_physical_devices("GPU"))
     True
     """
     if isinstance(jit_compile, str) and jit_compile == "auto":
