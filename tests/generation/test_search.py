@@ -299,3 +299,44 @@ def test_jit_compile_auto_follows_the_visible_devices(monkeypatch):
     for bad in ("yes", "AUTO", 1, None, np.bool_(True)):
         with pytest.raises(ValueError, match="`jit_compile` must be True, False or 'auto'"):
             resolve_jit_compile(bad)
+
+
+def _state_step(change):
+    """A 5-token decoder whose returned state is `change(state)`."""
+    return lambda token_ids, index, state, context: (tf.one_hot(token_ids, 5) * 3.0, change(state))
+
+
+BAD_STEPS = [
+    ("logits only", lambda token_ids, index, state, context: tf.one_hot(token_ids, 5), 3,
+     r"`step_fn` must return a pair \(logits, state\), got .*Tensor"),
+    ("three values", lambda token_ids, index, state, context: (tf.one_hot(token_ids, 5), state, 0),
+     3, r"`step_fn` must return a pair \(logits, state\), got tuple of length 3"),
+    ("state structure", _state_step(lambda state: (state, state)), 3,
+     r"`step_fn` must return the state with the nested structure it was given"),
+    ("state grows", _state_step(lambda state: tf.concat([state, state], 1)), 3,
+     r"`step_fn` changed state tensor 0 from \(\d+, 3\) float32 to \(\d+, 6\) float32"),
+    ("state dtype", _state_step(lambda state: tf.cast(state, tf.int32)), 3,
+     r"`step_fn` changed state tensor 0 from \(\d+, 3\) float32 to \(\d+, 3\) int32"),
+    ("end_id outside the vocabulary", _state_step(lambda state: state), 7,
+     r"`end_id` \(7\) is not one of the 5 tokens `step_fn` scores"),
+]
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
+@pytest.mark.parametrize("search", ["greedy", "beam"])
+@pytest.mark.parametrize("name, step_fn, end_id, message", BAD_STEPS, ids=[c[0] for c in BAD_STEPS])
+def test_a_bad_step_fn_is_refused_with_an_error_naming_it(name, step_fn, end_id, message, search,
+                                                           graph):
+    def run():
+        arguments = {"max_length": 4, "end_id": end_id, "state": tf.zeros([2, 3])}
+        if search == "beam":
+            return beam_search(step_fn, tf.constant([0, 1]), beam_size=2, **arguments)
+        return greedy_search(step_fn, tf.constant([0, 1]), **arguments)
+
+    with pytest.raises(ValueError, match=message):
+        tf.function(run)() if graph else run()
+
+
+def test_a_step_fn_that_is_not_callable_is_refused():
+    with pytest.raises(ValueError, match="`step_fn` must be callable"):
+        greedy_search("decoder", tf.constant([0]), max_length=2, end_id=1)

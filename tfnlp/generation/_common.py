@@ -58,6 +58,55 @@ def check_start_ids(start_ids):
     return tf.cast(start_ids, tf.int32)
 
 
+def checked_step(step_fn, end_id):
+    """`step_fn` wrapped so that a wrong return is refused with an error naming it.
+
+    Checked on every call (at trace time inside a `tf.function`, so free in
+    the loop): the return is a pair `(logits, state)`; the state has the
+    nested structure of the state given, and every tensor of it keeps its
+    dtype and shape (write into caches, do not grow them: `tf.while_loop`
+    needs fixed shapes, and in eager mode a change would go unnoticed); and
+    `end_id` is one of the logits' tokens, else no sequence could end. The
+    logits' shape is checked by `log_probabilities`.
+    """
+    if not callable(step_fn):
+        raise ValueError(f"`step_fn` must be callable, got {type(step_fn).__name__}.")
+
+    def step(token_ids, index, state, context):
+        result = step_fn(token_ids, index, state, context)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            got = type(result).__name__
+            if isinstance(result, (tuple, list)):
+                got += f" of length {len(result)}"
+            raise ValueError(f"`step_fn` must return a pair (logits, state), got {got}.")
+        logits, new_state = result
+        try:
+            tf.nest.assert_same_structure(state, new_state)
+        except (ValueError, TypeError) as error:
+            raise ValueError(
+                f"`step_fn` must return the state with the nested structure it was given: {error}"
+            ) from None
+        pairs = zip(tf.nest.flatten(state), tf.nest.flatten(new_state), strict=True)
+        for number, (old, new) in enumerate(pairs):
+            old, new = tf.convert_to_tensor(old), tf.convert_to_tensor(new)
+            if new.dtype != old.dtype or not new.shape.is_compatible_with(old.shape):
+                raise ValueError(
+                    f"`step_fn` changed state tensor {number} from {old.shape} {old.dtype.name} to "
+                    f"{new.shape} {new.dtype.name}: every state tensor must keep its shape and "
+                    "dtype (write into caches at `index`, do not grow them)."
+                )
+        size = getattr(logits, "shape", None)
+        size = size[-1] if size is not None and size.rank else None
+        if size is not None and end_id >= size:
+            raise ValueError(
+                f"`end_id` ({end_id}) is not one of the {size} tokens `step_fn` scores: no "
+                "sequence could end."
+            )
+        return logits, new_state
+
+    return step
+
+
 def log_probabilities(logits, name="step_fn"):
     """float32 log-softmax of `(N, V)` logits, with a clear error on bad shapes."""
     if logits.shape.rank is not None and logits.shape.rank != 2:

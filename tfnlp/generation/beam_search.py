@@ -101,6 +101,7 @@ def beam_search(
         max_length, no_repeat_ngram_size, end_id=end_id, pad_id=pad_id
     )
     end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
+    step_fn = _common.checked_step(step_fn, end_id)
     beam_size = _validation.positive_int("beam_size", beam_size)
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
         raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")

@@ -23,7 +23,10 @@ def greedy_search(
     start token), and returns `logits` `(B, V)` for the next token and the
     updated `state` (e.g. key/value caches written at `index`). `state` and
     `context` are nested structures of tensors with batch as the first axis;
-    `context` (e.g. an encoder output) never changes.
+    `context` (e.g. an encoder output) never changes. A step that returns
+    something else, changes a state tensor's shape or dtype, or scores fewer
+    tokens than `end_id` needs is refused with a `ValueError` naming
+    `step_fn`.
 
     Every sequence stops on its own: once it has produced `end_id`, its later
     steps produce `pad_id` and add nothing to its score; the loop ends when
@@ -64,6 +67,7 @@ def greedy_search(
         max_length, no_repeat_ngram_size, end_id=end_id, pad_id=pad_id
     )
     end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
+    step_fn = _common.checked_step(step_fn, end_id)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
     sequences = tf.concat(
