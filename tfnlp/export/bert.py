@@ -73,7 +73,7 @@ def without_split_mask(texts, cut):
     for size in range(1, len(MASK)):
         start = tf.maximum(length - size, 0)
         ends = tf.equal(tf.strings.substr(cut, start, tf.fill(tf.shape(start), size)), MASK[:size])
-        partial = tf.where(ends & (length >= size), size, partial)
+        partial = tf.where(ends, size, partial)  # a text shorter than `size` never ends so
     was_cut = length < tf.strings.length(texts)
     keep = tf.where(was_cut, length - partial, length)
     return tf.strings.substr(cut, tf.zeros_like(keep), keep)
@@ -114,7 +114,7 @@ class FillMaskServingModule(tf.Module):
         tokenizer = self.preprocessor.tokenizer
         # Cut before splitting: a 1 MB text of [MASK]s costs what 100 kB does.
         text = without_split_mask(text, cut_at_character(text, tokenizer.max_input_bytes))
-        pieces = tf.strings.split(text, "[MASK]")  # (B, P)
+        pieces = tf.strings.split(text, MASK)  # (B, P)
         tokens = tokenizer(pieces)  # (B, P, T)
         # Exactly one [MASK] after every piece, also after empty pieces.
         mask_column = tokens.with_values(

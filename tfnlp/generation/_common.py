@@ -32,12 +32,12 @@ def check_arguments(max_length, no_repeat_ngram_size, **token_ids):
 def resolve_jit_compile(jit_compile):
     """`jit_compile` as a bool; `"auto"` is XLA exactly when a GPU or TPU is visible.
 
-    Keras' rule for `compile(jit_compile="auto")` on one device, and what the measurements
-    say for decoding (benchmarks/README.md): on an H100, a BERT-mini-sized
-    UniLM or translator decodes a step 26-37x faster with XLA (without it
-    the step is kernel launches); on this project's CPU XLA is about 2x
-    faster in float32 but slower in bfloat16, and compiles once per input
-    shape, so `"auto"` leaves it off there.
+    Keras' rule for `compile(jit_compile="auto")` on one device, and what
+    the measurements say for decoding (benchmarks/README.md): on an H100, a
+    BERT-mini-sized UniLM or translator decodes a step 26-37x faster with
+    XLA (without it the step is kernel launches); on this project's CPU XLA
+    is about 2x faster in float32 but slower in bfloat16, and compiles once
+    per input shape, so `"auto"` leaves it off there.
 
     >>> resolve_jit_compile("auto") == bool(tf.config.list_physical_devices("GPU"))
     True
@@ -79,7 +79,7 @@ def checked_step(step_fn, end_id):
             if isinstance(result, (tuple, list)):
                 got += f" of length {len(result)}"
             raise ValueError(f"`step_fn` must return a pair (logits, state), got {got}.")
-        logits, new_state = result
+        logits, new_state = tf.convert_to_tensor(result[0]), result[1]
         try:
             tf.nest.assert_same_structure(state, new_state)
         except (ValueError, TypeError) as error:
@@ -95,8 +95,7 @@ def checked_step(step_fn, end_id):
                     f"{new.shape} {new.dtype.name}: every state tensor must keep its shape and "
                     "dtype (write into caches at `index`, do not grow them)."
                 )
-        size = getattr(logits, "shape", None)
-        size = size[-1] if size is not None and size.rank else None
+        size = logits.shape[-1] if logits.shape.rank else None
         if size is not None and end_id >= size:
             raise ValueError(
                 f"`end_id` ({end_id}) is not one of the {size} tokens `step_fn` scores: no "

@@ -5,7 +5,12 @@ import numbers
 import keras
 import tensorflow as tf
 
-try:  # Keras' shape-only tracing (`compute_output_spec`), see `_keras_shape_pass`
+# Whether Keras is tracing a model for its output shapes only
+# (`compute_output_spec`): its placeholders carry whatever dtype Keras derived
+# from the data spec (under `MirroredStrategy`, `fit` derives float64 for int32
+# ids), and nothing traced there ever runs, so `model_inputs` checks only
+# shapes there.
+try:
     from keras.src.backend.common.symbolic_scope import in_symbolic_scope
 except ImportError:  # a Keras without it: check everything
     def in_symbolic_scope():
@@ -228,16 +233,6 @@ def static_index(name, index):
     return value
 
 
-def _keras_shape_pass():
-    """Whether Keras is tracing a model for its output shapes only (`compute_output_spec`).
-
-    Its placeholders carry whatever dtype Keras derived from the data spec
-    (under `MirroredStrategy`, `fit` derives float64 for int32 ids), and
-    nothing traced there ever runs, so only shapes are checked there.
-    """
-    return in_symbolic_scope()
-
-
 def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
     """A Functional model's int inputs, checked before Keras casts them to int32.
 
@@ -265,7 +260,7 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
         inputs = {next(iter(specs)): inputs}
     checked = dict(inputs)
     entries = []
-    shape_pass = _keras_shape_pass()
+    shape_pass = in_symbolic_scope()  # Keras' shape-only pass: dtypes and ranges unchecked
     for name, (pattern, _, _) in specs.items():
         value = checked.get(name)
         if value is None or isinstance(value, keras.KerasTensor):

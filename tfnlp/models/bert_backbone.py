@@ -53,9 +53,10 @@ class BertBackbone(ChecksInputs, keras.Model):
     Bad inputs (given as the documented dict) fail at the call with an
     error naming the input: a float or string id is a TypeError; mismatched
     shapes, `T = 0`, `T > max_sequence_length` or an id outside
-    `[0, vocabulary_size)` (`[0, num_segments)` for segments) a ValueError. In a graph (`tf.function`, `fit`, a SavedModel)
-    the id ranges are checked by assertions, an `InvalidArgumentError` at
-    run time with the same message; XLA (`jit_compile`) compiles those out.
+    `[0, vocabulary_size)` (`[0, num_segments)` for segments) a ValueError.
+    In a graph (`tf.function`, `fit`, a SavedModel) the id ranges are
+    checked by assertions, an `InvalidArgumentError` at run time with the
+    same message; XLA (`jit_compile`) compiles those out.
 
     Args:
         vocabulary_size: int.
