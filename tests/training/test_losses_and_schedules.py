@@ -156,3 +156,12 @@ def test_fast_cross_entropy_keeps_precision_with_large_logits_and_checks_shapes(
                                atol=2e-6)
     with pytest.raises(ValueError, match="labels"):
         sparse_softmax_cross_entropy(tf.zeros((4, 3), tf.int32), tf.zeros((3, 4, 7)))
+
+
+@pytest.mark.parametrize("rows", [[0], [1], [0, 1]])
+def test_fast_cross_entropy_below_and_above_the_probability_floor(rows):
+    # Row 0: p_y = e^-60 ~ 1e-26, read off the softmax; row 1: p_y = e^-100
+    # is below float32's normal range, so the loss comes from the logits.
+    logits = tf.gather(tf.constant([[0.0, -60.0, -1e9], [0.0, -100.0, -1e9]]), rows)
+    loss = sparse_softmax_cross_entropy(tf.ones((len(rows),), tf.int32), logits)
+    np.testing.assert_allclose(loss.numpy(), np.array([60.0, 100.0])[rows], rtol=1e-6)

@@ -1,6 +1,7 @@
 """tfnlp layers: the building blocks of every tfnlp model."""
 
 from tfnlp.layers import masks
+from tfnlp.layers.activations import gelu
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
 from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
@@ -33,5 +34,6 @@ __all__ = [
     "TransformerBlock",
     "TransformerDecoderBlock",
     "WordSoftmax",
+    "gelu",
     "masks",
 ]

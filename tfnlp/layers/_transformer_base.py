@@ -2,6 +2,7 @@
 
 import keras
 from tfnlp.layers import _validation
+from tfnlp.layers import activations
 from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
@@ -89,7 +90,7 @@ class TransformerBlockBase(keras.layers.Layer):
     def _build_feedforward(self, hidden_dim, shape):
         self._intermediate_dense = keras.layers.Dense(
             self.intermediate_dim,
-            activation=self.activation,
+            activation=activations.fast(self.activation),
             name="intermediate_dense",
             **self._common(),
         )

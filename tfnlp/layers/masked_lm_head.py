@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from tfnlp.layers import _validation
+from tfnlp.layers import activations
 from tfnlp.layers.layer_normalization import LayerNormalization
 
 
@@ -79,7 +80,7 @@ class MaskedLMHead(keras.layers.Layer):
             )
         self._transform = keras.layers.Dense(
             hidden_dim,
-            activation=self.activation,
+            activation=activations.fast(self.activation),
             kernel_initializer=self.kernel_initializer,
             dtype=self.dtype_policy,
             name="transform",

@@ -13,12 +13,16 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     `loss = lse - (1 - ε) l_y - ε mean(l)` with `lse = log Σ_v exp(l_v)`;
     with `ε = 0` it is `tf.nn.sparse_softmax_cross_entropy_with_logits`
     (equal to within float32 rounding, ~1e-6 relative). The log-sum-exp
-    comes from one oneDNN softmax: `lse = max(l) - log(max(p))` (the largest
-    probability is at least `1 / V`, so its log is exact), and the gradient
-    `p - (1 - ε) onehot(y) - ε / V` reuses `p`. Measured on the project CPU
-    at BERT's 640 x 30,522 masked-LM logits: 16 ms of op time per BERT-tiny
-    training step against the fused op's 41 ms (its row reductions and
-    exponentials run on one thread; `benchmarks/bert_benchmark.py --profile`).
+    comes from one oneDNN softmax: `lse - l_y = -log(p_y)` while every
+    `p_y` is at least 1e-30 (the usual case: losses below 69 nats), else
+    `lse = max(l) - log(max(p))` (the largest probability is at least
+    `1 / V`, so its log is exact; two more passes over the logits), and
+    the gradient `p - (1 - ε) onehot(y) - ε / V` reuses `p`. Measured on
+    the project CPU at BERT's 640 x 30,522 masked-LM logits: 16 ms of op
+    time per BERT-tiny training step against the fused op's 41 ms (its row
+    reductions and exponentials run on one thread;
+    `benchmarks/bert_benchmark.py --profile`), before the `-log(p_y)` path
+    took the two row maxima out.
 
     Computed in float32 whatever the logits' dtype. An out-of-range label
     raises `InvalidArgumentError` (from the gather) on CPU; on GPU, where a
@@ -54,17 +58,35 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     return tf.reshape(loss, shape)
 
 
+# Below this the softmax's p_y may be subnormal (or 0) and lose precision.
+_SMALLEST_PROBABILITY = 1e-30
+
+
 def _cross_entropy(logits, labels, smoothing):
     @tf.custom_gradient
     def forward(logits):
         probabilities = tf.nn.softmax(logits)
-        largest = tf.reduce_max(logits, -1)
-        # lse - l_y = (max - l_y) - log(max p): differences of logits first,
-        # so large logits lose no precision.
-        loss = (1.0 - smoothing) * (largest - tf.gather(logits, labels, batch_dims=1))
+        picked = tf.gather(probabilities, labels, batch_dims=1)
+
+        def from_probability():
+            # lse - l_y = -log p_y, to float32 rounding while p_y is normal:
+            # the usual case, and no pass over the logits beyond the softmax.
+            return -tf.math.log(picked)
+
+        def from_logits():
+            # lse - l_y = (max - l_y) - log(max p), max p >= 1 / V: exact for
+            # any logits, at the price of two more passes.
+            largest = tf.reduce_max(logits, -1)
+            return (largest - tf.gather(logits, labels, batch_dims=1)) - tf.math.log(
+                tf.reduce_max(probabilities, -1)
+            )
+
+        loss = tf.cond(
+            tf.reduce_all(picked >= _SMALLEST_PROBABILITY), from_probability, from_logits
+        )
         if smoothing:
-            loss += _smoothing_term(logits, largest, smoothing)
-        loss -= tf.math.log(tf.reduce_max(probabilities, -1))
+            # (1 - ε)(lse - l_y) + ε (lse - mean(l)) = (lse - l_y) + ε (l_y - mean(l)).
+            loss += _smoothing_term(logits, tf.gather(logits, labels, batch_dims=1), smoothing)
 
         def grad(upstream):  # float32, as the loss
             scaled = upstream[:, None] * probabilities
@@ -80,18 +102,18 @@ def _cross_entropy(logits, labels, smoothing):
     return forward(logits)
 
 
-def _smoothing_term(logits, largest, smoothing):
-    """`ε (largest - mean(logits, -1))`, without overflowing midway.
+def _smoothing_term(logits, anchor, smoothing):
+    """`ε (anchor - mean(logits, -1))`, without overflowing midway.
 
-    `reduce_mean` sums first: a row of 50 logits of 1e38 (or of both signs
-    near 3e38) sums to inf or NaN, and `largest - mean` can overflow where
-    `ε` times it does not; the smoothed loss was then -inf, inf or NaN.
-    Scaling each logit by `ε / V` before summing keeps every partial sum
-    within `ε max|l|`, so the term overflows only if its true value does. One
-    pass, no branch (no host round trip for a condition).
+    `anchor` is one logit of each row (the label's). `reduce_mean` sums
+    first: a row of 50 logits of 1e38 (or of both signs near 3e38) sums to
+    inf or NaN, and `anchor - mean` can overflow where `ε` times it does
+    not; the smoothed loss was then -inf, inf or NaN. Scaling each logit by
+    `ε / V` before summing keeps every partial sum within `ε max|l|`, so the
+    term overflows only if its true value does. One pass, no branch.
     """
     scale = smoothing / tf.cast(tf.shape(logits)[-1], logits.dtype)
-    return smoothing * largest - tf.reduce_sum(logits * scale, -1)
+    return smoothing * anchor - tf.reduce_sum(logits * scale, -1)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
