@@ -183,9 +183,10 @@ PARTS = (
      r"|attention(_\d+)?/add(_\d+)?/Sum"),
     ("attention core (scores, softmax, context)",
      r"(self_attention|attention)[^/]*/(einsum|Einsum|MatMul|matmul|Softmax|SelectV2|transpose|mul|Cast)"),
-    ("layer-norm gradient, cross-entropy gradient (custom gradients, unscoped)",
-     r"^(mul|sub|Mean|TensorScatterSub)(_\d+)?:"),
-    ("feed-forward dense + GELU", r"(intermediate|output_dense|feedforward)[^/]*/(Tensordot|MatMul|BiasAdd|Gelu|gelu)"),
+    ("layer-norm, cross-entropy and GELU gradients (custom gradients, unscoped)",
+     r"^(mul|sub|add|Mean|TensorScatterSub|Exp|Square)(_\d+)?:"),
+    ("feed-forward dense + GELU",
+     r"(intermediate|output_dense|feedforward)[^/]*/(Tensordot|MatMul|BiasAdd|Gelu|gelu|Erf|mul|add)"),
     ("embeddings", r"embedding|StridedSliceGrad|UnsortedSegmentSum"),
     ("MLM transform + NSP + pooler", r"(mlm|masked_lm_head|nsp|pooler|pooled)"),
 )
