@@ -165,3 +165,33 @@ def test_fast_cross_entropy_below_and_above_the_probability_floor(rows):
     logits = tf.gather(tf.constant([[0.0, -60.0, -1e9], [0.0, -100.0, -1e9]]), rows)
     loss = sparse_softmax_cross_entropy(tf.ones((len(rows),), tf.int32), logits)
     np.testing.assert_allclose(loss.numpy(), np.array([60.0, 100.0])[rows], rtol=1e-6)
+
+
+def _both_formulas(labels, logits):
+    """`-log p_y` and `(max l - l_y) - log max p`, as the two paths compute them."""
+    probabilities = tf.nn.softmax(logits)
+    from_probability = -tf.math.log(tf.gather(probabilities, labels, batch_dims=1))
+    from_logits = (tf.reduce_max(logits, -1) - tf.gather(logits, labels, batch_dims=1)) - (
+        tf.math.log(tf.reduce_max(probabilities, -1))
+    )
+    return from_probability.numpy(), from_logits.numpy()
+
+
+@pytest.mark.parametrize("accelerator", [False, True])
+def test_fast_cross_entropy_takes_the_probability_path_on_cpu_only(monkeypatch, accelerator):
+    # A GPU/TPU (faked here) gets no branch: its condition would be read on
+    # the host every step; CPUs skip the two row maxima when they can.
+    if accelerator:
+        gpu = tf.config.PhysicalDevice("/physical_device:GPU:0", "GPU")
+        monkeypatch.setattr(tf.config, "list_physical_devices", lambda *args: [gpu])
+    logits = tf.random.stateless_normal((64, 1000), seed=(9, 9)) * 3.0
+    labels = tf.random.stateless_uniform((64,), (8, 8), 0, 1000, tf.int32)
+    from_probability, from_logits = _both_formulas(labels, logits)
+    assert not np.array_equal(from_probability, from_logits)  # the paths are told apart
+    np.testing.assert_array_equal(
+        sparse_softmax_cross_entropy(labels, logits).numpy(),
+        from_logits if accelerator else from_probability,
+    )
+    graph = tf.function(sparse_softmax_cross_entropy).get_concrete_function(labels, logits).graph
+    branches = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert bool(branches) != accelerator

@@ -4,6 +4,7 @@ import numbers
 
 import tensorflow as tf
 
+from tfnlp import _devices
 from tfnlp.layers import _validation
 
 # Added to the log-probability of a banned token: finite (no inf - inf = NaN
@@ -43,7 +44,7 @@ def resolve_jit_compile(jit_compile):
     True
     """
     if isinstance(jit_compile, str) and jit_compile == "auto":
-        return any(device.device_type != "CPU" for device in tf.config.list_physical_devices())
+        return _devices.accelerator_visible()
     if not isinstance(jit_compile, bool):
         raise ValueError(f"`jit_compile` must be True, False or 'auto', got {jit_compile!r}.")
     return jit_compile

@@ -28,20 +28,30 @@ def gelu(x):
     of `x Φ(x)` itself for `x < 0`: in float32 at most `2.5e-7 max(|x|, 1)`
     off, and the gradient at most 2e-7 off, everywhere (tested).
 
+    At infinities: `gelu(inf)` is inf and `gelu(-inf)` NaN (Keras' gives
+    NaN too), except that TensorFlow's float64 `erf` kernel returns NaN at
+    ±inf, so outside XLA `gelu(inf)` is NaN in float64.
+
     tfnlp's blocks and heads built with `activation="gelu"` use this
     function; their config still says `"gelu"`.
 
     Args:
-        x: a floating-point tensor.
+        x: a floating-point tensor, `tf.RaggedTensor` or symbolic
+            `keras.KerasTensor` (which gets an `Activation` layer, so a
+            Functional model using it saves and loads).
 
     Returns:
-        A tensor of the shape and dtype of `x`.
+        A tensor of the shape, dtype and kind of `x`.
 
     Example:
 
     >>> [round(float(v), 4) for v in gelu(tf.constant([-1.0, 0.0, 1.0]))]
     [-0.1587, 0.0, 0.8413]
     """
+    if isinstance(x, keras.KerasTensor):
+        return keras.layers.Activation(gelu, dtype=x.dtype)(x)
+    if isinstance(x, tf.RaggedTensor):
+        return tf.ragged.map_flat_values(gelu, x)
     x = tf.convert_to_tensor(x)
     if not x.dtype.is_floating:
         raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype.name}.")

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from tfnlp import _devices
 from tfnlp.layers import _validation
 from tfnlp.training.distribute import global_sum
 
@@ -13,15 +14,18 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     `loss = lse - (1 - ε) l_y - ε mean(l)` with `lse = log Σ_v exp(l_v)`;
     with `ε = 0` it is `tf.nn.sparse_softmax_cross_entropy_with_logits`
     (equal to within float32 rounding, ~1e-6 relative). The log-sum-exp
-    comes from one oneDNN softmax: `lse - l_y = -log(p_y)` while every
-    `p_y` is at least 1e-30 (the usual case: losses below 69 nats), else
+    comes from one oneDNN softmax: on CPUs `lse - l_y = -log(p_y)` while
+    every `p_y` of the batch is at least 1e-30 (the usual case: losses
+    below 69 nats), else, and always where a GPU or TPU is visible,
     `lse = max(l) - log(max(p))` (the largest probability is at least
-    `1 / V`, so its log is exact; two more passes over the logits), and
-    the gradient `p - (1 - ε) onehot(y) - ε / V` reuses `p`. Measured on
-    the project CPU at BERT's 640 x 30,522 masked-LM logits: 6 ms of op
-    time per BERT-tiny training step for the forward pass against the
-    fused op's 36–41 ms (its row reductions and exponentials run on one
-    thread; `benchmarks/bert_benchmark.py --profile`).
+    `1 / V`, so its log is exact; two more passes over the logits). The
+    two agree to float32 rounding (~1e-7 relative), so a row's loss can
+    move by that much with the rest of its batch. The gradient
+    `p - (1 - ε) onehot(y) - ε / V` reuses `p`. Measured on the project
+    CPU at BERT's 640 x 30,522 masked-LM logits: 6 ms of op time per
+    BERT-tiny training step for the forward pass against the fused op's
+    36–41 ms (its row reductions and exponentials run on one thread;
+    `benchmarks/bert_benchmark.py --profile`).
 
     Computed in float32 whatever the logits' dtype. An out-of-range label
     raises `InvalidArgumentError` (from the gather) on CPU; on GPU, where a
@@ -80,9 +84,14 @@ def _cross_entropy(logits, labels, smoothing):
                 tf.reduce_max(probabilities, -1)
             )
 
-        loss = tf.cond(
-            tf.reduce_all(picked >= _SMALLEST_PROBABILITY), from_probability, from_logits
-        )
+        if _devices.accelerator_visible():
+            # No branch on a GPU/TPU: without XLA its condition is read on
+            # the host, stalling the step, and the two reductions are cheap.
+            loss = from_logits()
+        else:
+            loss = tf.cond(
+                tf.reduce_all(picked >= _SMALLEST_PROBABILITY), from_probability, from_logits
+            )
         if smoothing:
             # (1 - ε)(lse - l_y) + ε (lse - mean(l)) = (lse - l_y) + ε (l_y - mean(l)).
             loss += _smoothing_term(logits, tf.gather(logits, labels, batch_dims=1), smoothing)
