@@ -69,18 +69,12 @@ def _cross_entropy(logits, labels, smoothing):
     @tf.custom_gradient
     def forward(logits):
         probabilities = tf.nn.softmax(logits)
-        picked = tf.gather(probabilities, labels, batch_dims=1)
-
-        def from_probability():
-            # lse - l_y = -log p_y, to float32 rounding while p_y is normal:
-            # the usual case, and no pass over the logits beyond the softmax.
-            return -tf.math.log(picked)
+        label_logits = tf.gather(logits, labels, batch_dims=1)
 
         def from_logits():
             # lse - l_y = (max - l_y) - log(max p), max p >= 1 / V: exact for
             # any logits, at the price of two more passes.
-            largest = tf.reduce_max(logits, -1)
-            return (largest - tf.gather(logits, labels, batch_dims=1)) - tf.math.log(
+            return (tf.reduce_max(logits, -1) - label_logits) - tf.math.log(
                 tf.reduce_max(probabilities, -1)
             )
 
@@ -89,12 +83,17 @@ def _cross_entropy(logits, labels, smoothing):
             # the host, stalling the step, and the two reductions are cheap.
             loss = from_logits()
         else:
+            # lse - l_y = -log p_y, to float32 rounding while p_y is normal:
+            # the usual case, and no pass over the logits beyond the softmax.
+            picked = tf.gather(probabilities, labels, batch_dims=1)
             loss = tf.cond(
-                tf.reduce_all(picked >= _SMALLEST_PROBABILITY), from_probability, from_logits
+                tf.reduce_all(picked >= _SMALLEST_PROBABILITY),
+                lambda: -tf.math.log(picked),
+                from_logits,
             )
         if smoothing:
             # (1 - ε)(lse - l_y) + ε (lse - mean(l)) = (lse - l_y) + ε (l_y - mean(l)).
-            loss += _smoothing_term(logits, tf.gather(logits, labels, batch_dims=1), smoothing)
+            loss += _smoothing_term(logits, label_logits, smoothing)
 
         def grad(upstream):  # float32, as the loss
             scaled = upstream[:, None] * probabilities
