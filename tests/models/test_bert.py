@@ -126,8 +126,13 @@ def test_mixed_bfloat16(backbone):
     out = mixed(x)
     assert out["sequence_output"].dtype == tf.bfloat16
     assert_allclose(out["pooled_output"], backbone(x)["pooled_output"], atol=0.1, rtol=0.05)
-    logits = models.BertPretrainer(mixed)({**x, "masked_positions": np.zeros((3, 2), "int32")})["mlm"]
+    pretrainer = models.BertPretrainer(mixed)
+    logits = pretrainer({**x, "masked_positions": np.zeros((3, 2), "int32")})["mlm"]
     assert logits.dtype == tf.float32
+    # The head (its vocabulary projection: most of BERT-tiny's FLOPs) runs in
+    # the backbone's policy, not in the Functional model's default float32.
+    assert pretrainer.masked_lm_head.compute_dtype == "bfloat16"
+    assert pretrainer.masked_lm_head.variable_dtype == "float32"
     # A Functional model ignores `dtype`; the policy must survive the config.
     restored = models.BertBackbone.from_config(mixed.get_config())
     assert restored.get_config()["dtype"]["config"]["name"] == "mixed_bfloat16"

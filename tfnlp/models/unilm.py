@@ -94,7 +94,9 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
             kernel_initializer=bert_kernel_initializer(),
-            dtype=backbone.dtype_policy,
+            # The backbone's layers' policy: a Functional model's own
+            # `dtype_policy` stays the global default whatever `dtype` it got.
+            dtype=backbone.token_embedding.dtype_policy,
             name="masked_lm_head",
         )
         inputs = {
