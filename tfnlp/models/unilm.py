@@ -94,9 +94,9 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
             kernel_initializer=bert_kernel_initializer(),
-            # The backbone's layers' policy: a Functional model's own
-            # `dtype_policy` stays the global default whatever `dtype` it got.
-            dtype=backbone.token_embedding.dtype_policy,
+            # float32 under every policy: a bfloat16 head (as keras-hub's)
+            # trains measurably worse (benchmarks/README.md, BERT quality).
+            dtype="float32",
             name="masked_lm_head",
         )
         inputs = {
