@@ -234,9 +234,10 @@ def test_cross_attention_cache_equals_recomputation():
 @pytest.mark.parametrize(
     "dtype, scale", [("float32", 1), ("mixed_bfloat16", 1), ("mixed_float16", 1), ("mixed_float16", 300)]
 )
-def test_fully_masked_rows_are_zero_with_finite_gradients(dtype, scale):
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_fully_masked_rows_are_zero_with_finite_gradients(dtype, scale, dropout):
     # scale 300 makes float16 scores overflow to inf at the masked positions.
-    layer = MultiHeadAttention(num_heads=2, key_dim=4, dtype=dtype)
+    layer = MultiHeadAttention(num_heads=2, key_dim=4, dropout=dropout, dtype=dtype)
     x = _normal(2, 4, 8)
     x[:, 2:] *= scale
     x = tf.constant(x)
@@ -246,8 +247,15 @@ def test_fully_masked_rows_are_zero_with_finite_gradients(dtype, scale):
     mask[1] = False  # a whole sequence with nothing to see
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        out, weights = layer(x, x, attention_mask=mask, return_attention_scores=True)
+        out, weights = layer(x, x, attention_mask=mask, return_attention_scores=True, training=True)
         loss = tf.reduce_sum(tf.cast(out, tf.float32) ** 2)
+        # Without the weights, the written-out gradient (_attention_weights).
+        fused = layer(x, x, attention_mask=mask, training=True)
+        fused_loss = tf.reduce_sum(tf.cast(fused, tf.float32) ** 2)
+    for gradient in [tape.gradient(fused_loss, x)] + tape.gradient(fused_loss, layer.trainable_weights):
+        assert np.all(np.isfinite(np.asarray(gradient, np.float32)))
+    np.testing.assert_array_equal(fused.numpy()[0, 1], 0.0)
+    np.testing.assert_array_equal(fused.numpy()[1], 0.0)
     assert np.all(np.isfinite(out.numpy().astype(np.float32)))
     np.testing.assert_array_equal(out.numpy()[0, 1], 0.0)
     np.testing.assert_array_equal(out.numpy()[1], 0.0)
@@ -255,6 +263,58 @@ def test_fully_masked_rows_are_zero_with_finite_gradients(dtype, scale):
     np.testing.assert_array_equal(weights.numpy()[1], 0.0)
     for gradient in [tape.gradient(loss, x)] + tape.gradient(loss, layer.trainable_weights):
         assert np.all(np.isfinite(np.asarray(gradient, np.float32)))
+
+
+def _gradients(layer, x, mask, seed_state, **kwargs):
+    """Output and gradients of `sum(out * g)` for x and every weight, from a set dropout seed."""
+    if seed_state is not None:
+        layer._dropout_layer.seed_generator.state.assign(seed_state)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = layer(x, x, attention_mask=mask, training=True, **kwargs)
+        out = out[0] if isinstance(out, tuple) else out
+        loss = tf.reduce_sum(tf.cast(out, tf.float32) * tf.cos(tf.range(out.shape[-1], dtype=tf.float32)))
+    return [out] + tape.gradient(loss, [x] + layer.trainable_weights)
+
+
+@pytest.mark.parametrize(
+    "dtype, atol", [("float32", 2e-6), ("mixed_bfloat16", 0.05), ("mixed_float16", 5e-3)]
+)
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+def test_written_out_gradient_equals_differentiating_op_by_op(dtype, atol, dropout):
+    """Without `return_attention_scores` the scores' gradient is written out; with it,
+    TensorFlow differentiates the select, softmax and dropout: the same function."""
+    layer = MultiHeadAttention(num_heads=3, key_dim=4, dropout=dropout, dtype=dtype)
+    x = tf.constant(_normal(3, 7, 8))
+    mask = RNG.random((3, 7, 7)) > 0.5
+    mask[0, 2] = False  # a query that sees no key
+    layer(x, x, attention_mask=mask)
+    seed_state = layer._dropout_layer.seed_generator.state.numpy() if dropout else None
+    fused = _gradients(layer, x, mask, seed_state)
+    plain = _gradients(layer, x, mask, seed_state, return_attention_scores=True)
+    for a, b in zip(fused, plain, strict=True):
+        scale = max(1.0, float(tf.reduce_max(tf.abs(tf.cast(b, tf.float32)))))
+        assert_allclose(tf.cast(a, tf.float32), tf.cast(b, tf.float32), atol=atol * scale)
+    if dropout:  # the same dropout mask was drawn: outputs agree exactly
+        assert_allclose(fused[0], plain[0], atol=0)
+        changed = _gradients(layer, x, mask, seed_state + 1)
+        assert not np.allclose(changed[0], fused[0])
+
+
+def test_written_out_gradient_equals_keras():
+    query = _normal(3, 6, 8)
+    ours, reference = _paired(query, query, num_heads=2, key_dim=4)
+    mask = RNG.random((3, 6, 6)) > 0.4
+    mask[:, :, 0] = True
+    x = tf.constant(query)
+    grads = []
+    for layer in (ours, reference):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(layer(x, x, attention_mask=mask) ** 3)
+        grads.append(tape.gradient(loss, [x] + layer.trainable_weights))
+    for a, b in zip(*grads, strict=True):
+        assert_allclose(a, b, atol=2e-5, rtol=1e-5)
 
 
 def test_dropout_only_in_training():

@@ -63,7 +63,16 @@ class Dropout(keras.layers.Dropout):
             _check_noise_shape(self.noise_shape, inputs.shape)
         if self.rate >= 1:
             return tf.zeros_like(inputs)  # as Keras
-        shape = tf.shape(inputs)
+        keep, scale = self._keep_mask(tf.shape(inputs))
+        scale = tf.cast(scale, inputs.dtype)
+        return tf.where(keep, inputs * scale, tf.zeros((), inputs.dtype))
+
+    def _keep_mask(self, shape):
+        """The next boolean keep mask of `shape` (`noise_shape` applied), and the scale.
+
+        The scale `1 / (1 - rounded rate)` is a Python float, so that the
+        expectation stays exactly the input. For `0 < rate < 1` only.
+        """
         if self.noise_shape is not None:
             shape = tf.stack(
                 [shape[i] if dim is None else dim for i, dim in enumerate(self.noise_shape)]
@@ -79,9 +88,7 @@ class Dropout(keras.layers.Dropout):
         low = tf.bitwise.bitwise_and(words, _LEVELS - 1) >= threshold
         high = words >= tf.constant(threshold * _LEVELS, tf.uint32)
         keep = tf.reshape(tf.concat([low, high], 0)[:size], shape)
-        # 1 / (1 - rounded rate): the expectation stays exactly the input.
-        scale = tf.cast(_LEVELS / (_LEVELS - threshold), inputs.dtype)
-        return tf.where(keep, inputs * scale, tf.zeros((), inputs.dtype))
+        return keep, _LEVELS / (_LEVELS - threshold)
 
 
 def _check_noise_shape(noise_shape, shape):

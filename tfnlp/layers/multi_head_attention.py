@@ -280,14 +280,14 @@ class MultiHeadAttention(keras.layers.Layer):
         scores = tf.cast(scores, tf.float32)
         if mask is not None:
             mask = mask[:, None, :, :]  # (B, 1, T, S)
-            # A select, not an additive bias: a masked float16 score that
-            # overflowed to inf must not survive as inf - 1e9 = inf. The lowest
-            # float32, not e.g. -1e9: visible scores below -1e9 (reachable in
-            # float32 and bfloat16) must still outweigh every masked one.
-            scores = tf.where(mask, scores, tf.float32.min)
-        weights = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)
-
-        dropped = self._dropout_layer(weights, training=training)
+        keep = keep_scale = None
+        if training and self.dropout > 0:
+            keep, keep_scale = self._dropout_layer._keep_mask(tf.shape(scores))
+        if return_attention_scores:  # the weights may be differentiated too
+            weights = tf.cast(tf.nn.softmax(_masked(scores, mask), axis=-1), self.compute_dtype)
+            dropped = weights if keep is None else _dropped(weights, keep, keep_scale)
+        else:
+            dropped = _attention_weights(scores, mask, keep, keep_scale, self.compute_dtype)
         context = tf.matmul(dropped, _heads_first(value_proj))  # (B, H, T, V)
         output = _merge_heads(self._output_dense, context)  # (B, T, D_out)
         if mask is not None:
@@ -329,6 +329,57 @@ def _heads_first(projection):
 
 # The projections use their EinsumDense layers' weights (so weights, names
 # and checkpoints are unchanged) in one 2-D matmul each. Keras' einsum
+def _masked(scores, mask):
+    """float32 `scores` with the positions where `mask` is False at the lowest float32."""
+    if mask is None:
+        return scores
+    # A select, not an additive bias: a masked float16 score that overflowed
+    # to inf must not survive as inf - 1e9 = inf. The lowest float32, not
+    # e.g. -1e9: visible scores below -1e9 (reachable in float32 and
+    # bfloat16) must still outweigh every masked one.
+    return tf.where(mask, scores, tf.float32.min)
+
+
+def _dropped(weights, keep, scale):
+    """Dropout of `weights` by a boolean `keep` mask and a Python float `scale`."""
+    return tf.where(keep, weights * tf.cast(scale, weights.dtype), tf.zeros((), weights.dtype))
+
+
+def _attention_weights(scores, mask, keep, scale, dtype):
+    """`dropout(softmax(masked scores))` in `dtype`, with one written-out gradient.
+
+    Differentiated op by op, the select, the softmax and the dropout take
+    seven passes over the `(B, H, T, S)` scores in the backward pass (the
+    dropout's select and scale, the softmax gradient's product, sum,
+    difference and product, the mask's select). With `D = k p` (`k` = keep
+    x scale, or 1 without dropout) the gradient of `sum(u D)` is
+    `e - p sum(e)` with `e = u D`: four passes, and no select, because
+    `p` is exactly 0 where the mask hides a score. (A query row that sees
+    no key gets uniform weights; the layer zeroes its output, so its
+    upstream gradient, and with it its gradient here, is exactly 0.)
+    """
+
+    @tf.custom_gradient
+    def forward(scores):
+        probabilities = tf.nn.softmax(_masked(scores, mask), axis=-1)  # float32
+        weights = tf.cast(probabilities, dtype)
+        if keep is None:
+            return weights, lambda upstream: _softmax_gradient(upstream, probabilities, probabilities)
+        dropped = _dropped(weights, keep, scale)
+        # k p in float32: the dropout's output itself in float32; under a
+        # mixed policy it is recomputed from the unrounded p.
+        kept = dropped if tf.as_dtype(dtype) == tf.float32 else _dropped(probabilities, keep, scale)
+        return dropped, lambda upstream: _softmax_gradient(upstream, kept, probabilities)
+
+    return forward(scores)
+
+
+def _softmax_gradient(upstream, kept, probabilities):
+    """`e - p sum(e)`, `e = u k p`: the scores' gradient (see `_attention_weights`)."""
+    weighted = tf.cast(upstream, tf.float32) * kept
+    return weighted - probabilities * tf.reduce_sum(weighted, axis=-1, keepdims=True)
+
+
 # "btd,dnh->btnh" runs as a batched matmul that broadcasts the kernel, so
 # its kernel gradient is one product per batch element summed afterwards;
 # as a 2-D matmul it is a single product (measured: a BERT-mini training
