@@ -364,19 +364,21 @@ def _attention_weights(scores, mask, keep, scale, dtype):
         probabilities = tf.nn.softmax(_masked(scores, mask), axis=-1)  # float32
         weights = tf.cast(probabilities, dtype)
         if keep is None:
-            return weights, lambda upstream: _softmax_gradient(upstream, probabilities, probabilities)
+            return weights, lambda upstream: _softmax_gradient(
+                tf.cast(upstream, tf.float32) * probabilities, probabilities
+            )
         dropped = _dropped(weights, keep, scale)
-        # k p in float32: the dropout's output itself in float32; under a
-        # mixed policy it is recomputed from the unrounded p.
-        kept = dropped if tf.as_dtype(dtype) == tf.float32 else _dropped(probabilities, keep, scale)
-        return dropped, lambda upstream: _softmax_gradient(upstream, kept, probabilities)
+        # e = u k p from the output: in float32 exactly; under a mixed policy
+        # the product is rounded to its dtype, as op-by-op autodiff rounds u k.
+        return dropped, lambda upstream: _softmax_gradient(
+            tf.cast(upstream * dropped, tf.float32), probabilities
+        )
 
     return forward(scores)
 
 
-def _softmax_gradient(upstream, kept, probabilities):
-    """`e - p sum(e)`, `e = u k p`: the scores' gradient (see `_attention_weights`)."""
-    weighted = tf.cast(upstream, tf.float32) * kept
+def _softmax_gradient(weighted, probabilities):
+    """`e - p sum(e)` for `e = u k p` in float32: the scores' gradient (see `_attention_weights`)."""
     return weighted - probabilities * tf.reduce_sum(weighted, axis=-1, keepdims=True)
 
 
