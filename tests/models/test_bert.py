@@ -132,6 +132,14 @@ def test_mixed_bfloat16(backbone):
     # The head runs in float32 under mixed precision: in bfloat16 it cost 1.6
     # points of held-out masked-LM accuracy after 400 BERT-small steps.
     assert pretrainer.masked_lm_head.compute_dtype == "float32"
+    previous = keras.config.dtype_policy()
+    try:  # also when the policy is global (the Functional model's own policy then)
+        keras.config.set_dtype_policy("mixed_bfloat16")
+        globally = models.BertPretrainer(models.BertBackbone.from_preset("bert_tiny", vocabulary_size=300))
+        assert globally.backbone.transformer_layers[0].compute_dtype == "bfloat16"
+        assert globally.masked_lm_head.compute_dtype == "float32"
+    finally:
+        keras.config.set_dtype_policy(previous)
     # A Functional model ignores `dtype`; the policy must survive the config.
     restored = models.BertBackbone.from_config(mixed.get_config())
     assert restored.get_config()["dtype"]["config"]["name"] == "mixed_bfloat16"

@@ -327,8 +327,6 @@ def _heads_first(projection):
     return tf.transpose(projection, [0, 2, 1, 3])
 
 
-# The projections use their EinsumDense layers' weights (so weights, names
-# and checkpoints are unchanged) in one 2-D matmul each. Keras' einsum
 def _masked(scores, mask):
     """float32 `scores` with the positions where `mask` is False at the lowest float32."""
     if mask is None:
@@ -356,7 +354,9 @@ def _attention_weights(scores, mask, keep, scale, dtype):
     `e - p sum(e)` with `e = u D`: four passes, and no select, because
     `p` is exactly 0 where the mask hides a score. (A query row that sees
     no key gets uniform weights; the layer zeroes its output, so its
-    upstream gradient, and with it its gradient here, is exactly 0.)
+    upstream gradient, and with it its gradient here, is exactly 0. If
+    float16 values overflow to inf, `0 x inf` makes it NaN; op-by-op
+    autodiff was measured NaN there too, through the key projection.)
     """
 
     @tf.custom_gradient
@@ -374,14 +374,15 @@ def _attention_weights(scores, mask, keep, scale, dtype):
             tf.cast(upstream * dropped, tf.float32), probabilities
         )
 
+    def _softmax_gradient(weighted, probabilities):
+        """`e - p sum(e)` for `e = u k p` in float32: the scores' gradient."""
+        return weighted - probabilities * tf.reduce_sum(weighted, axis=-1, keepdims=True)
+
     return forward(scores)
 
 
-def _softmax_gradient(weighted, probabilities):
-    """`e - p sum(e)` for `e = u k p` in float32: the scores' gradient (see `_attention_weights`)."""
-    return weighted - probabilities * tf.reduce_sum(weighted, axis=-1, keepdims=True)
-
-
+# The projections use their EinsumDense layers' weights (so weights, names
+# and checkpoints are unchanged) in one 2-D matmul each. Keras' einsum
 # "btd,dnh->btnh" runs as a batched matmul that broadcasts the kernel, so
 # its kernel gradient is one product per batch element summed afterwards;
 # as a 2-D matmul it is a single product (measured: a BERT-mini training
