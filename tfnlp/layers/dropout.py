@@ -63,9 +63,7 @@ class Dropout(keras.layers.Dropout):
             _check_noise_shape(self.noise_shape, inputs.shape)
         if self.rate >= 1:
             return tf.zeros_like(inputs)  # as Keras
-        keep, scale = self._keep_mask(tf.shape(inputs))
-        scale = tf.cast(scale, inputs.dtype)
-        return tf.where(keep, inputs * scale, tf.zeros((), inputs.dtype))
+        return apply_keep_mask(inputs, *self._keep_mask(tf.shape(inputs)))
 
     def _keep_mask(self, shape):
         """The next boolean keep mask of `shape` (`noise_shape` applied), and the scale.
@@ -89,6 +87,11 @@ class Dropout(keras.layers.Dropout):
         high = words >= tf.constant(threshold * _LEVELS, tf.uint32)
         keep = tf.reshape(tf.concat([low, high], 0)[:size], shape)
         return keep, _LEVELS / (_LEVELS - threshold)
+
+
+def apply_keep_mask(inputs, keep, scale):
+    """`inputs * scale` where `keep` (broadcast), else 0: dropout by a drawn mask."""
+    return tf.where(keep, inputs * tf.cast(scale, inputs.dtype), tf.zeros((), inputs.dtype))
 
 
 def _check_noise_shape(noise_shape, shape):

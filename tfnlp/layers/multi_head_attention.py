@@ -10,6 +10,7 @@ from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import keras_mask
 from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers.dropout import Dropout
+from tfnlp.layers.dropout import apply_keep_mask
 
 
 def _check_attention_mask(attention_mask, query_length, key_length):
@@ -284,8 +285,9 @@ class MultiHeadAttention(keras.layers.Layer):
         if training and self.dropout > 0:
             keep, keep_scale = self._dropout_layer._keep_mask(tf.shape(scores))
         if return_attention_scores:  # the weights may be differentiated too
-            weights = tf.cast(tf.nn.softmax(_masked(scores, mask), axis=-1), self.compute_dtype)
-            dropped = weights if keep is None else _dropped(weights, keep, keep_scale)
+            _, weights, dropped = _softmax_and_dropout(
+                scores, mask, keep, keep_scale, self.compute_dtype
+            )
         else:
             dropped = _attention_weights(scores, mask, keep, keep_scale, self.compute_dtype)
         context = tf.matmul(dropped, _heads_first(value_proj))  # (B, H, T, V)
@@ -338,9 +340,12 @@ def _masked(scores, mask):
     return tf.where(mask, scores, tf.float32.min)
 
 
-def _dropped(weights, keep, scale):
-    """Dropout of `weights` by a boolean `keep` mask and a Python float `scale`."""
-    return tf.where(keep, weights * tf.cast(scale, weights.dtype), tf.zeros((), weights.dtype))
+def _softmax_and_dropout(scores, mask, keep, scale, dtype):
+    """float32 `softmax(masked scores)`, it in `dtype`, and its dropout (if `keep`)."""
+    probabilities = tf.nn.softmax(_masked(scores, mask), axis=-1)
+    weights = tf.cast(probabilities, dtype)
+    dropped = weights if keep is None else apply_keep_mask(weights, keep, scale)
+    return probabilities, weights, dropped
 
 
 def _attention_weights(scores, mask, keep, scale, dtype):
@@ -351,32 +356,29 @@ def _attention_weights(scores, mask, keep, scale, dtype):
     dropout's select and scale, the softmax gradient's product, sum,
     difference and product, the mask's select). With `D = k p` (`k` = keep
     x scale, or 1 without dropout) the gradient of `sum(u D)` is
-    `e - p sum(e)` with `e = u D`: four passes, and no select, because
-    `p` is exactly 0 where the mask hides a score. (A query row that sees
-    no key gets uniform weights; the layer zeroes its output, so its
-    upstream gradient, and with it its gradient here, is exactly 0. If
-    float16 values overflow to inf, `0 x inf` makes it NaN; op-by-op
-    autodiff was measured NaN there too, through the key projection.)
+    `e - p sum(e)` with `e = u D`: four passes (and a cast under a mixed
+    policy), and no select, because `p` is exactly 0 where the mask hides
+    a score. (A query row that sees no key gets uniform weights; the layer
+    zeroes its output, so its upstream gradient, and with it its gradient
+    here, is exactly 0. If float16 values overflow to inf, `0 x inf` makes
+    it NaN; op-by-op autodiff was measured NaN there too, through the key
+    projection.)
     """
 
     @tf.custom_gradient
     def forward(scores):
-        probabilities = tf.nn.softmax(_masked(scores, mask), axis=-1)  # float32
-        weights = tf.cast(probabilities, dtype)
-        if keep is None:
-            return weights, lambda upstream: _softmax_gradient(
-                tf.cast(upstream, tf.float32) * probabilities, probabilities
-            )
-        dropped = _dropped(weights, keep, scale)
-        # e = u k p from the output: in float32 exactly; under a mixed policy
-        # the product is rounded to its dtype, as op-by-op autodiff rounds u k.
-        return dropped, lambda upstream: _softmax_gradient(
-            tf.cast(upstream * dropped, tf.float32), probabilities
-        )
+        probabilities, _, dropped = _softmax_and_dropout(scores, mask, keep, scale, dtype)
 
-    def _softmax_gradient(weighted, probabilities):
-        """`e - p sum(e)` for `e = u k p` in float32: the scores' gradient."""
-        return weighted - probabilities * tf.reduce_sum(weighted, axis=-1, keepdims=True)
+        def grad(upstream):
+            if keep is None:  # e = u p in float32
+                weighted = tf.cast(upstream, tf.float32) * probabilities
+            else:
+                # e = u k p from the output: in float32 exactly; under a mixed
+                # policy rounded to its dtype, as op-by-op autodiff rounds u k.
+                weighted = tf.cast(upstream * dropped, tf.float32)
+            return weighted - probabilities * tf.reduce_sum(weighted, axis=-1, keepdims=True)
+
+        return dropped, grad
 
     return forward(scores)
 
