@@ -36,7 +36,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
 
-# Every benchmark (about 45 minutes on the 2-core project machine), then
+# Every benchmark (about 55 minutes on the 2-core project machine), then
 # benchmarks/results/summary.md and the plots; the machine's matmul peak first.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/elmo_benchmark.py
 	$(BIN)/python benchmarks/serving_benchmark.py
 	$(BIN)/python benchmarks/input_length_benchmark.py
+	$(BIN)/python benchmarks/onednn_benchmark.py
 	$(BIN)/python benchmarks/report.py
 
 clean:

@@ -15,11 +15,12 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# tfnlp first: before TensorFlow is imported it picks the CPU settings read
+# then (oneDNN on x86-64, tfnlp/_cpu_defaults.py).
+from tfnlp import datasets, layers  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-from tfnlp import datasets, layers  # noqa: E402
 
 
 def build_classifier(vocab_size, hidden_dim, num_layers, num_heads, num_classes, dropout):

@@ -22,6 +22,9 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# tfnlp first: before TensorFlow is imported it picks the CPU settings read
+# then (oneDNN on x86-64, tfnlp/_cpu_defaults.py).
+from tfnlp import data, datasets, export, models, training  # noqa: E402
 import keras  # noqa: E402
 import matplotlib  # noqa: E402
 
@@ -33,8 +36,6 @@ import tensorflow as tf  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score  # noqa: E402
-
-from tfnlp import data, datasets, export, models, training  # noqa: E402
 
 LABELS = list(datasets.FINE_FOOD_LABELS)
 
