@@ -3,11 +3,12 @@
 TensorFlow's x86 builds turn their oneDNN kernels on by default only on CPUs
 with deep-learning instructions (AVX-512 VNNI or BF16, AMX, ...: Intel
 Cascade Lake and newer, AMD Zen 4); elsewhere (AVX2-only CPUs such as AMD
-Zen 2/3 or older Intel Xeons) matmuls run on Eigen
-unless `TF_ENABLE_ONEDNN_OPTS=1` is set before TensorFlow is imported. This
-script measures tfnlp's workloads in fresh processes with the variable set
-to 0 and to 1, alternating (a round = one process per setting and family of
-workloads), and reports the median per-round speed-up of `1` over `0`. It
+Zen 2/3 or older Intel Xeons) matmuls run on Eigen unless
+`TF_ENABLE_ONEDNN_OPTS=1` is set before TensorFlow is imported. This script
+measures tfnlp's workloads in fresh processes with the variable set to 0
+and to 1 (a round = one process per setting and family of workloads; which
+setting runs first alternates between rounds) and reports the median
+per-round speed-up of `1` over `0` (with 2 rounds, the mean of the two). It
 is the measurement behind `tfnlp/_cpu_defaults.py`: importing tfnlp before
 TensorFlow sets the variable to 1 on x86-64 when it is unset.
 
@@ -18,9 +19,13 @@ batches; the median time of the timed calls):
   tiny / mini / small (`bert_benchmark.py`'s setup);
 - `TransformerClassifier` 4 x 256 and `TransformerSeq2Seq` small training
   steps, and cached greedy decoding of 64 tokens for 16 sources
-  (`seq2seq_benchmark.py`'s setup);
+  (`seq2seq_benchmark.py`'s models and decoding setup; training timed by
+  `train_on_batch` here, by `fit` there);
 - `ELMoBiLM` `elmo_small` training step (sampled softmax) and `ELMoEmbedder`
-  extraction on the bundled novels (`elmo_benchmark.py`'s setup).
+  extraction on the bundled novels (`elmo_benchmark.py`'s setup);
+- the three products of BERT-tiny's masked-LM logits, 640 x 128 hidden
+  states against the 30,522 x 128 embedding: the logits `h Eᵀ`, and the
+  gradients `dL E` and `dLᵀ h` (the `matmul` family).
 
     python benchmarks/onednn_benchmark.py [--rounds 2] [--families bert seq2seq elmo]
         [--policy mixed_bfloat16]
@@ -37,7 +42,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import markdown_table, write_json  # noqa: E402
 
-FAMILIES = ("bert", "seq2seq", "elmo")
+FAMILIES = ("bert", "seq2seq", "elmo", "matmul")
+CHILD_TIMEOUT_S = 1800  # one family in one process; BERT-small steps take seconds each
 
 
 def _median_seconds(function, steps):
@@ -62,9 +68,6 @@ def _bert(steps, policy):
 
 def _seq2seq(steps, policy):
     import seq2seq_benchmark
-    import tensorflow as tf
-
-    from tfnlp import models
 
     result = {}
     for name, build in (("classifier 4x256 train step", seq2seq_benchmark.classifier_setup),
@@ -74,16 +77,10 @@ def _seq2seq(steps, policy):
         model.train_on_batch(*args)  # trace
         result[name] = _median_seconds(lambda model=model, args=args: model.train_on_batch(*args),
                                        steps)
-    model = models.TransformerSeq2Seq.from_preset(
-        "transformer_small", seq2seq_benchmark.VOCABULARY, seq2seq_benchmark.VOCABULARY,
-        dropout=0.0, dtype=policy,
-    )
-    bias = model.token_logits.bias  # never end: every run decodes all 64 tokens
-    bias.assign(tf.tensor_scatter_nd_update(bias, [[3]], [-1e4]))
-    sources = tf.constant(seq2seq_benchmark.RNG.integers(5, 8000, (16, 32)), tf.int32)
+    model, sources, end_id = seq2seq_benchmark.decoding_setup(policy)
 
     def decode():
-        model.generate(sources, start_id=2, end_id=3, max_length=64)
+        model.generate(sources, start_id=2, end_id=end_id, max_length=64)
 
     decode()  # trace
     result["seq2seq greedy decode 64 tokens"] = _median_seconds(decode, steps)
@@ -113,10 +110,31 @@ def _elmo(steps, policy):
     return result
 
 
+def _matmul(steps, policy):
+    import keras
+    import tensorflow as tf
+
+    dtype = keras.DTypePolicy(policy).compute_dtype
+    hidden = tf.random.normal([640, 128], dtype=dtype)
+    embedding = tf.random.normal([30522, 128], dtype=dtype)
+    upstream = tf.random.normal([640, 30522], dtype=dtype)
+    products = {
+        "logits h Eᵀ (640x128 @ 128x30522)": lambda: tf.matmul(hidden, embedding, transpose_b=True),
+        "gradient dL E": lambda: tf.matmul(upstream, embedding),
+        "gradient dLᵀ h": lambda: tf.matmul(upstream, hidden, transpose_a=True),
+    }
+    result = {}
+    for name, product in products.items():
+        function = tf.function(product)
+        function()  # trace
+        result[name] = _median_seconds(lambda function=function: function().numpy(), 5 * steps)
+    return result
+
+
 def child(family, steps, policy):
     from tensorflow.python.util import _pywrap_util_port
 
-    function = {"bert": _bert, "seq2seq": _seq2seq, "elmo": _elmo}[family]
+    function = {"bert": _bert, "seq2seq": _seq2seq, "elmo": _elmo, "matmul": _matmul}[family]
     result = function(steps, policy)
     print(json.dumps({"onednn": bool(_pywrap_util_port.IsMklEnabled()), "seconds": result}))
 
@@ -127,7 +145,7 @@ def run_child(family, setting, steps, policy):
     completed = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--child", family, "--steps", str(steps),
          "--policy", policy],
-        env=environment, capture_output=True, text=True, check=False,
+        env=environment, capture_output=True, text=True, check=False, timeout=CHILD_TIMEOUT_S,
     )
     if completed.returncode != 0:
         raise RuntimeError(f"{family} with TF_ENABLE_ONEDNN_OPTS={setting} failed:\n"
@@ -140,10 +158,12 @@ def default_onednn():
     environment = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     code = ("from tensorflow.python.util import _pywrap_util_port as p; "
             "print(bool(p.IsMklEnabled()))")
-    output = subprocess.run([sys.executable, "-c", code],
-                            env=dict(environment, TF_CPP_MIN_LOG_LEVEL="3"),
-                            capture_output=True, text=True, check=True).stdout
-    return output.strip().splitlines()[-1] == "True"
+    completed = subprocess.run([sys.executable, "-c", code],
+                               env=dict(environment, TF_CPP_MIN_LOG_LEVEL="3"),
+                               capture_output=True, text=True, check=False, timeout=300)
+    if completed.returncode != 0:
+        raise RuntimeError(f"importing TensorFlow failed:\n{completed.stderr[-3000:]}")
+    return completed.stdout.strip().splitlines()[-1] == "True"
 
 
 def main():
@@ -163,8 +183,9 @@ def main():
     rows = []
     for family in args.families:
         times = {"0": [], "1": []}
-        for _ in range(args.rounds):
-            for setting in times:
+        for round_index in range(args.rounds):
+            # Which setting runs first alternates (0 1, 1 0, ...): no order bias.
+            for setting in ("0", "1") if round_index % 2 == 0 else ("1", "0"):
                 measured = run_child(family, setting, args.steps, args.policy)
                 if measured["onednn"] != (setting == "1"):
                     raise RuntimeError(f"TF_ENABLE_ONEDNN_OPTS={setting} was not honoured")

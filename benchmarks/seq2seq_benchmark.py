@@ -93,15 +93,25 @@ def training(rounds, steps):
     return rows
 
 
-def decoding(rounds, lengths):
+def decoding_setup(policy="float32"):
+    """A small translator that never ends a sentence, 16 sources of 32 tokens, its end id.
+
+    The end token's logit bias is -1e4, so every run decodes `max_length`
+    tokens (`start_id=2`, `end_id=3`).
+    """
     keras.utils.set_random_seed(0)
     model = models.TransformerSeq2Seq.from_preset(
-        "transformer_small", VOCABULARY, VOCABULARY, dropout=0.0
+        "transformer_small", VOCABULARY, VOCABULARY, dropout=0.0, dtype=policy
     )
     end_id = 3
-    bias = model.token_logits.bias  # never end: every run decodes max_length tokens
+    bias = model.token_logits.bias
     bias.assign(tf.tensor_scatter_nd_update(bias, [[end_id]], [-1e4]))
     sources = tf.constant(RNG.integers(5, VOCABULARY, (16, 32)), tf.int32)
+    return model, sources, end_id
+
+
+def decoding(rounds, lengths):
+    model, sources, end_id = decoding_setup()
     rows = []
     for beam_size in (1, 4):
         for length in lengths:

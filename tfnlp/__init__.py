@@ -5,9 +5,9 @@ files load with `keras.saving.load_model` after a plain `import tfnlp`.
 
 Imported before TensorFlow (and Keras), `tfnlp` also chooses two settings
 that are read only then, each unless already set: the Keras backend
-(`KERAS_BACKEND=tensorflow`) and, on x86-64, TensorFlow's oneDNN CPU
-kernels (`TF_ENABLE_ONEDNN_OPTS=1`; measured faster for every tfnlp model
-on CPUs where TensorFlow leaves them off; see `tfnlp._cpu_defaults`).
+(`KERAS_BACKEND=tensorflow`) and, on x86-64 Linux, TensorFlow's oneDNN
+CPU kernels (`TF_ENABLE_ONEDNN_OPTS=1`; measured faster for every tfnlp
+model on CPUs where TensorFlow leaves them off; see `tfnlp._cpu_defaults`).
 """
 
 import os
