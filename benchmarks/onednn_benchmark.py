@@ -205,7 +205,8 @@ def main():
     header = ["workload", "oneDNN off ms", "oneDNN on ms", "speed-up (off / on)"]
     print(markdown_table(header, [[r["workload"], r["off_ms"], r["on_ms"],
                                    f"{r['onednn_speedup']:.2f}"] for r in rows]))
-    write_json(args.json or f"benchmarks/results/onednn_{args.policy}.json", rows, onednn_by_default=default, policy=args.policy)
+    write_json(args.json or f"benchmarks/results/onednn_{args.policy}.json", rows,
+               onednn_by_default=default, policy=args.policy)
 
 
 if __name__ == "__main__":
