@@ -119,7 +119,8 @@ def _matmul(steps, policy):
     embedding = tf.random.normal([30522, 128], dtype=dtype)
     upstream = tf.random.normal([640, 30522], dtype=dtype)
     products = {
-        "logits h Eᵀ (640x128 @ 128x30522)": lambda: tf.matmul(hidden, embedding, transpose_b=True),
+        "logits h Eᵀ (640x128 @ 128x30522)":
+            lambda: tf.matmul(hidden, embedding, transpose_b=True),
         "gradient dL E": lambda: tf.matmul(upstream, embedding),
         "gradient dLᵀ h": lambda: tf.matmul(upstream, hidden, transpose_a=True),
     }
@@ -173,7 +174,8 @@ def main():
     parser.add_argument("--steps", type=int, default=3, help="timed calls per workload and process")
     parser.add_argument("--policy", default="float32", help="Keras dtype policy of every model")
     parser.add_argument("--child", choices=FAMILIES, help=argparse.SUPPRESS)
-    parser.add_argument("--json", default=None, help="default benchmarks/results/onednn_POLICY.json")
+    parser.add_argument("--json", default=None,
+                        help="default benchmarks/results/onednn_POLICY.json")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.steps, args.policy)
