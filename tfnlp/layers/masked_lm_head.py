@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp.layers import _validation, _vocabulary
 from tfnlp.layers import activations
 from tfnlp.layers.layer_normalization import LayerNormalization
 
@@ -120,7 +120,7 @@ class MaskedLMHead(keras.layers.Layer):
         flat = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])  # (B * P, H)
         if self.token_embedding is not None:
             kernel = tf.cast(self.token_embedding.embeddings, hidden.dtype)
-            logits = tf.matmul(flat, kernel, transpose_b=True)  # (B * P, V)
+            logits = _vocabulary.tied_logits(flat, kernel)  # (B * P, V)
         else:
             logits = tf.matmul(flat, tf.cast(self.output_kernel, hidden.dtype))
         logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp.layers import _validation, _vocabulary
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -85,7 +85,7 @@ class TokenLogits(keras.layers.Layer):
         flat = tf.reshape(inputs, [-1, tf.shape(inputs)[-1]])  # (N, H)
         if self.token_embedding is not None:
             kernel = tf.cast(self.token_embedding.embeddings, flat.dtype)
-            logits = tf.matmul(flat, kernel, transpose_b=True)  # (N, V)
+            logits = _vocabulary.tied_logits(flat, kernel)  # (N, V)
         else:
             logits = tf.matmul(flat, tf.cast(self.kernel, flat.dtype))
         logits = tf.cast(logits, tf.float32)
