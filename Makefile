@@ -27,11 +27,12 @@ demo: $(STAMP)
 	@echo "SavedModel: saved_models/reviews/1   TensorBoard: tensorboard --logdir runs"
 
 # Test processes (pytest-xdist; each test file stays in one process, so module
-# fixtures are built once). TEST_WORKERS=0 runs everything in this process.
+# fixtures are built once; the longest files go first, see tests/conftest.py).
+# TEST_WORKERS=0 runs everything in this process.
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
