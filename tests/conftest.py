@@ -55,8 +55,8 @@ def mirrored_strategy():
 # keeps this order) so that neither worker starts one of them at the end:
 # pytest-xdist's default order, files with the most tests first, left the
 # BERT examples (two tests, 7 minutes) to the end, ~3.5 minutes of one idle
-# worker. The order changes nothing else: every test file still runs whole
-# in one process.
+# worker. The hook orders in-process runs (`-n 0`) the same way; every test
+# file still runs whole in one process, and `--lf`/`--ff` still go first.
 LONGEST_FILES_FIRST = (
     "tests/examples/test_bert_examples.py",
     "tests/training/test_resume.py",

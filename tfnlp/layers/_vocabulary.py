@@ -3,28 +3,33 @@
 import tensorflow as tf
 
 
-@tf.custom_gradient
 def tied_logits(hidden, embeddings):
     """`hidden @ embeddingsᵀ`: `(N, H)` x `(V, H)` -> `(N, V)` logits.
 
-    The forward pass and the gradient of `hidden` are TensorFlow's own
-    (`matmul(..., transpose_b=True)`). The embedding's gradient `upstreamᵀ
-    hidden` is computed as `transpose(hiddenᵀ upstream)`: an `(H, V)`
-    product whose long side is the output's rows, then one transpose. With
-    oneDNN on a 2-core AVX2 CPU, at BERT-tiny's `N = 640`, `H = 128`,
-    `V = 30,522`, forward + backward took 78-96 ms instead of 106-125 ms
-    (`upstreamᵀ hidden` alone 59 ms, `hiddenᵀ upstream` + transpose 47 ms);
-    at `H = 512` the two ways are within 3% (benchmarks/README.md, "BERT
-    pretraining"). The values are the same products summed in another
-    order.
+    The forward product and the gradient of `hidden` (`upstream @
+    embeddings`) are the ones TensorFlow's `matmul(..., transpose_b=True)`
+    computes. The embedding's gradient `upstreamᵀ hidden` is computed as
+    `transpose(hiddenᵀ upstream)`: an `(H, V)` product whose long side is
+    the output's columns, then one transpose. With oneDNN on a 2-core AVX2
+    CPU, at BERT-tiny's `N = 640`, `H = 128`, `V = 30,522`, forward +
+    backward took 78-96 ms instead of 106-125 ms (`upstreamᵀ hidden` alone
+    59 ms, `hiddenᵀ upstream` + transpose 47 ms); at `H = 512` the two ways
+    are within 3% (benchmarks/README.md, "BERT pretraining", item 9). The
+    values are the same products summed in another order.
 
     Args:
         hidden: float tensor `(N, H)`.
-        embeddings: tensor `(V, H)` of the same dtype.
+        embeddings: tensor or variable `(V, H)` of the same dtype; a
+            variable is read once, here.
 
     Returns:
         `(N, V)` logits in the inputs' dtype.
     """
+    return _tied_logits(tf.convert_to_tensor(hidden), tf.convert_to_tensor(embeddings))
+
+
+@tf.custom_gradient
+def _tied_logits(hidden, embeddings):
     logits = tf.matmul(hidden, embeddings, transpose_b=True)
 
     def grad(upstream):
