@@ -47,26 +47,3 @@ def mirrored_strategy():
     process can collide on collective keys: tests share this one.
     """
     return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-
-
-# The longest test files, longest first (measured with `--durations=0` on
-# the 2-core AVX2 machine: 435, 251, 187, 186, 156, 147 s; all others under
-# 130 s). `make test` runs them first (with `--no-loadscope-reorder`, which
-# keeps this order) so that neither worker starts one of them at the end:
-# pytest-xdist's default order, files with the most tests first, left the
-# BERT examples (two tests, 7 minutes) to the end, ~3.5 minutes of one idle
-# worker. The hook orders in-process runs (`-n 0`) the same way; every test
-# file still runs whole in one process, and `--lf`/`--ff` still go first.
-LONGEST_FILES_FIRST = (
-    "tests/examples/test_bert_examples.py",
-    "tests/training/test_resume.py",
-    "tests/training/test_multi_worker.py",
-    "tests/test_cli.py",
-    "tests/examples/test_seq2seq_examples.py",
-    "tests/training/test_tpu_readiness.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {path: index for index, path in enumerate(LONGEST_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable
