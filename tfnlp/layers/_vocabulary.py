@@ -12,9 +12,9 @@ def tied_logits(hidden, embeddings):
     `transpose(hiddenᵀ upstream)`: an `(H, V)` product whose long side is
     the output's columns, then one transpose. With oneDNN on a 2-core AVX2
     CPU, at BERT-tiny's `N = 640`, `H = 128`, `V = 30,522`, forward +
-    backward took 78-96 ms instead of 106-125 ms (`upstreamᵀ hidden` alone
-    59 ms, `hiddenᵀ upstream` + transpose 47 ms); at `H = 512` the two ways
-    are within 3% (benchmarks/README.md, "BERT pretraining", item 9). The
+    backward took 99 ms instead of 125 (`upstreamᵀ hidden` alone 59 ms,
+    `hiddenᵀ upstream` + transpose 47 ms); at `H = 512` the two ways are
+    within 3% (benchmarks/README.md, "BERT pretraining", item 9). The
     values are the same products summed in another order.
 
     Args:
