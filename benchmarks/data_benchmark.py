@@ -1,5 +1,11 @@
 """Input pipelines and tokenizers: are they fast enough to never starve training?
 
+0. WordPiece vocabulary learning (seconds): tfnlp's learner
+   (`tfnlp/data/_wordpiece_learner.py`, what `learn_wordpiece_vocabulary`
+   runs) vs tensorflow-text's `wordpiece_tokenizer_learner_lib.learn` (what
+   `bert_vocab_from_dataset` runs) on the same word counts of the training
+   novels and the same arguments, alternating in one process; the two
+   vocabularies are checked equal and the median ratio is reported.
 1. Tokenizer throughput (sentences/s): tfnlp `WordPieceTokenizer`
    (FastBertTokenizer) vs tensorflow-text's reference `BertTokenizer` on the
    same vocabulary and the same bundled sentences, alternating rounds in one
@@ -37,7 +43,7 @@
    (the performance issue's goal: >= 3).
 
     python benchmarks/data_benchmark.py [--quick] [--only elmo seq2seq ...] [--policy mixed_bfloat16]
-        [--json PATH]
+        [--learner-rounds N] [--json PATH]
 """
 
 import argparse
@@ -56,7 +62,9 @@ import tensorflow_text as tf_text  # noqa: E402
 
 from _common import markdown_table as table, write_json  # noqa: E402  (benchmarks/_common.py)
 from elmo_benchmark import novel_pipeline, novel_vocabulary  # noqa: E402
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib  # noqa: E402
 from tfnlp import data, datasets, models  # noqa: E402
+from tfnlp.data import _wordpiece_learner  # noqa: E402
 
 GOAL = 3.0  # pipeline on one core / training consumption, from the performance issue
 
@@ -70,6 +78,31 @@ def one_core(dataset):
 
 def batch_size(batch):
     return int(tf.shape(tf.nest.flatten(batch)[0])[0])
+
+
+def learners(documents, size, rounds):
+    """Seconds to learn the same vocabulary with tfnlp's and tensorflow-text's learner."""
+    counts = data.count_words([s for d in documents for s in d], progress=False)
+    # The arguments `learn_wordpiece_vocabulary` passes.
+    kwargs = dict(max_unique_chars=max(300, size // 4), lower_thresh=1)
+    args = (list(counts.items()), size, list(data.SPECIAL_TOKENS))
+    ours_times, reference_times = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        ours = _wordpiece_learner.learn(*args, **kwargs)
+        ours_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        reference = wordpiece_tokenizer_learner_lib.learn(*args, **kwargs)
+        reference_times.append(time.perf_counter() - start)
+        if ours != reference:
+            raise AssertionError("tfnlp's learner and tensorflow-text's learned different vocabularies")
+    return {
+        "documents": len(documents), "distinct_words": len(counts), "vocabulary_size": size,
+        "tfnlp_s": round(statistics.median(ours_times), 2),
+        "tensorflow_text_s": round(statistics.median(reference_times), 2),
+        "speedup": round(statistics.median(
+            r / o for o, r in zip(ours_times, reference_times, strict=True)), 1),
+    }
 
 
 def tokenizers(vocabulary, sentences, rounds):
@@ -260,6 +293,11 @@ def pipeline_vs_training(name, vocab, args):
 
 
 def markdown(rows):
+    learner = rows["learner"] and table(
+        ["documents", "distinct words", "vocabulary", "tfnlp s", "tensorflow-text s", "speed-up"],
+        [(r["documents"], f"{r['distinct_words']:,}", f"{r['vocabulary_size']:,}", r["tfnlp_s"],
+          r["tensorflow_text_s"], r["speedup"]) for r in rows["learner"]],
+    )
     tokenizer = table(
         ["sentences", "tfnlp sentences/s", "BertTokenizer sentences/s", "speed-up"],
         [(r["sentences"], f"{r['tfnlp_sentences_per_s']:,}",
@@ -272,7 +310,7 @@ def markdown(rows):
           f"{r['training_examples_per_s']:,}", f"{r['pipeline_over_training']:,}",
           "yes" if r["goal_met"] else "**no**") for r in rows["pipelines"]],
     )
-    return tokenizer + "\n\n" + pipelines
+    return "\n\n".join(t for t in (learner, tokenizer, pipelines) if t)
 
 
 def main():
@@ -288,6 +326,9 @@ def main():
     parser.add_argument("--vocabulary-size", type=int, default=8000, help="WordPiece vocabularies")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokenizer-rounds", type=int, default=7)
+    parser.add_argument("--learner-rounds", type=int, default=1,
+                        help="rounds of the learner comparison (0: skip it; tensorflow-text's "
+                        "learner takes minutes on the whole corpus)")
     parser.add_argument("--warmup-batches", type=int, default=3,
                         help="untimed batches of each fresh pipeline iterator")
     parser.add_argument("--batches", type=int, default=20, help="least pipeline batches per round")
@@ -301,6 +342,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.vocabulary_size, args.rounds, args.tokenizer_rounds = 2000, 1, 1
+        args.learner_rounds = min(args.learner_rounds, 1)
         args.warmup_batches, args.batches, args.train_steps = 1, 2, 2
         args.train_batches, args.min_seconds = 2, 0.2
     args.json = args.json or f"benchmarks/results/data{'_quick' if args.quick else ''}.json"
@@ -308,7 +350,11 @@ def main():
 
     started = time.perf_counter()
     vocab = vocabularies(names, args.vocabulary_size, args.quick)
-    rows = {"tokenizer": [], "pipelines": []}
+    rows = {"learner": [], "tokenizer": [], "pipelines": []}
+    if args.learner_rounds:
+        documents = datasets.read_documents("en_novels", "train")[: 60 if args.quick else None]
+        rows["learner"].append(learners(documents, args.vocabulary_size, args.learner_rounds))
+        print(json.dumps(rows["learner"][0]), flush=True)
     if "english" in vocab:
         sentences = [s for d in datasets.read_documents("en_novels", "test") for s in d]
         rows["tokenizer"].append(tokenizers(vocab["english"], sentences, args.tokenizer_rounds))
