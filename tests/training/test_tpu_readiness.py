@@ -36,39 +36,41 @@ def _documents():
     return tf.data.Dataset.from_tensor_slices([_texts(6, i) for i in range(16)])
 
 
-def _pipelines():
-    tokenizer = _tokenizer()
-    pairs = tf.data.Dataset.from_tensor_slices((_texts(64, 1), _texts(64, 2)))
-    labelled = tf.data.Dataset.from_tensor_slices((_texts(64, 3), np.arange(64) % 2))
-    vocabulary = data.build_word_vocabulary(_texts(64, 4), 20)
-    return {
-        "bert_pretraining_dataset": data.bert_pretraining_dataset(
-            _documents(), tokenizer, sequence_length=16, max_predictions_per_seq=4, batch_size=4,
-            shuffle_buffer=8,
-        ).map(models.pretraining_batch),
-        "classification_dataset": data.classification_dataset(
-            labelled, data.BertPreprocessor(tokenizer, 16), batch_size=4
-        ),
-        "encoder_decoder_dataset": data.encoder_decoder_dataset(
-            pairs, tokenizer, tokenizer, 12, 12, batch_size=4
-        ).map(models.seq2seq_batch),
-        "unilm_pretraining_dataset": data.unilm_pretraining_dataset(
-            _documents(), tokenizer, sequence_length=16, max_predictions_per_seq=4, batch_size=6,
-            shuffle_buffer=8,
-        ).map(models.unilm_batch),
-        "unilm_finetuning_dataset": data.unilm_finetuning_dataset(
-            pairs, tokenizer, 24, batch_size=4
-        ).map(models.unilm_batch),
-        "elmo_dataset": data.elmo_dataset(
-            tf.data.Dataset.from_tensor_slices(_texts(64, 5)), vocabulary, sequence_length=10,
-            batch_size=4,
-        ).map(models.elmo_batch),
-    }
+def _pairs():
+    return tf.data.Dataset.from_tensor_slices((_texts(64, 1), _texts(64, 2)))
 
 
-@pytest.mark.parametrize("name", sorted(_pipelines()))
+# Builders, so that collection and each test build only what they use (every
+# pipeline takes a second or more to build).
+PIPELINES = {
+    "bert_pretraining_dataset": lambda: data.bert_pretraining_dataset(
+        _documents(), _tokenizer(), sequence_length=16, max_predictions_per_seq=4, batch_size=4,
+        shuffle_buffer=8,
+    ).map(models.pretraining_batch),
+    "classification_dataset": lambda: data.classification_dataset(
+        tf.data.Dataset.from_tensor_slices((_texts(64, 3), np.arange(64) % 2)),
+        data.BertPreprocessor(_tokenizer(), 16), batch_size=4,
+    ),
+    "encoder_decoder_dataset": lambda: data.encoder_decoder_dataset(
+        _pairs(), _tokenizer(), _tokenizer(), 12, 12, batch_size=4
+    ).map(models.seq2seq_batch),
+    "unilm_pretraining_dataset": lambda: data.unilm_pretraining_dataset(
+        _documents(), _tokenizer(), sequence_length=16, max_predictions_per_seq=4, batch_size=6,
+        shuffle_buffer=8,
+    ).map(models.unilm_batch),
+    "unilm_finetuning_dataset": lambda: data.unilm_finetuning_dataset(
+        _pairs(), _tokenizer(), 24, batch_size=4
+    ).map(models.unilm_batch),
+    "elmo_dataset": lambda: data.elmo_dataset(
+        tf.data.Dataset.from_tensor_slices(_texts(64, 5)),
+        data.build_word_vocabulary(_texts(64, 4), 20), sequence_length=10, batch_size=4,
+    ).map(models.elmo_batch),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
 def test_training_pipelines_are_static_and_numeric(name):
-    dataset = _pipelines()[name]
+    dataset = PIPELINES[name]()
     for spec in tf.nest.flatten(dataset.element_spec):
         assert spec.shape.is_fully_defined(), (name, spec)
         assert spec.dtype in (tf.int32, tf.float32), (name, spec)
