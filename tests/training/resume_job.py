@@ -1,12 +1,15 @@
-"""A training job for the crash/resume and multi-worker tests (run as a script).
+"""Training jobs for the crash/resume and multi-worker tests (run as a script).
 
-    python -m tests.training.resume_job FAMILY STEPS CHECKPOINT_DIR RESULT.npz \
-        [--per-replica] [--no-dropout]
+    python -m tests.training.resume_job STEPS FAMILY CHECKPOINT_DIR RESULT.npz \
+        [FAMILY CHECKPOINT_DIR RESULT.npz ...] [--per-replica] [--no-dropout]
 
 Deterministic ops, fixed seeds and a shuffling input pipeline whose position
 `training.fit` must restore. Dropout is on, so the random-seed states must be
-restored too. Writes the final weights and the history to RESULT.npz; prints
-`step N` lines as it goes (the test kills it mid-run).
+restored too. Each job writes its final weights and history to its RESULT.npz;
+the process prints `job I` before job I and `step N` lines as it goes (the
+tests kill it mid-run). Several jobs run one after the other in one process,
+each from the same seeds, so that tests pay TensorFlow's start-up (seconds)
+once rather than once per job.
 """
 
 import os
@@ -23,8 +26,8 @@ from tests.training import families  # noqa: E402
 from tfnlp import training  # noqa: E402
 
 
-def main(family, steps, checkpoint_dir, result_path, per_replica=False, dropout=0.1):
-    tf.config.experimental.enable_op_determinism()
+def main(family, checkpoint_dir, result_path, steps, per_replica=False, dropout=0.1):
+    keras.backend.clear_session()  # each job as in a process of its own
     strategy = training.strategy()
     keras.utils.set_random_seed(11)
     with strategy.scope():
@@ -55,5 +58,12 @@ def main(family, steps, checkpoint_dir, result_path, per_replica=False, dropout=
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], "--per-replica" in sys.argv,
-         0.0 if "--no-dropout" in sys.argv else 0.1)
+    flags = {"--per-replica", "--no-dropout"}
+    steps, *jobs = [a for a in sys.argv[1:] if a not in flags]
+    if not jobs or len(jobs) % 3:
+        sys.exit(__doc__)
+    tf.config.experimental.enable_op_determinism()
+    for index in range(0, len(jobs), 3):
+        print(f"job {index // 3}", flush=True)
+        main(*jobs[index : index + 3], steps=int(steps), per_replica="--per-replica" in sys.argv,
+             dropout=0.0 if "--no-dropout" in sys.argv else 0.1)

@@ -28,7 +28,7 @@ def _free_ports(count):
 
 def _job(family, directory, result, env, steps=STEPS):
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.training.resume_job", family, str(steps), str(directory),
+        [sys.executable, "-m", "tests.training.resume_job", str(steps), family, str(directory),
          str(result), "--per-replica", "--no-dropout"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )

@@ -17,21 +17,23 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = 10
 
 
-def _command(family, checkpoint_dir, result):
-    return [sys.executable, "-m", "tests.training.resume_job", family, str(STEPS),
-            str(checkpoint_dir), str(result)]
+def _command(*jobs):
+    """`jobs`: (family, checkpoint_dir, result) triples, run one after the other in one process."""
+    return [sys.executable, "-m", "tests.training.resume_job", str(STEPS)] + [str(a) for job in jobs for a in job]
 
 
-def _run(family, checkpoint_dir, result):
-    done = subprocess.run(_command(family, checkpoint_dir, result), cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+def _run(*jobs):
+    """Runs the jobs in one process; returns each job's output."""
+    done = subprocess.run(_command(*jobs), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    outputs = done.stdout.split("job ")[1:]
+    assert [int(o.split()[0]) for o in outputs] == list(range(len(jobs)))
+    return [o.split(None, 1)[1] for o in outputs]
 
 
 def _kill_after(family, checkpoint_dir, result, step):
     """Starts the job and SIGKILLs it as soon as it reports `step` (mid-run, between checkpoints)."""
-    process = subprocess.Popen(_command(family, checkpoint_dir, result), cwd=ROOT,
+    process = subprocess.Popen(_command((family, checkpoint_dir, result)), cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     # A watchdog bounds a hung job; reaching EOF without the step fails below.
     watchdog = threading.Timer(300, process.kill)
@@ -50,6 +52,7 @@ def _kill_after(family, checkpoint_dir, result, step):
     assert reached, "the job ended without reporting the step"
     assert process.returncode == -signal.SIGKILL
     assert not result.exists()
+    return int(tf.train.latest_checkpoint(str(checkpoint_dir)).rsplit("-", 1)[1])
 
 
 def _load(path):
@@ -57,41 +60,61 @@ def _load(path):
         return {k: f[k] for k in f.files}
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_killed_and_restarted_training_ends_with_the_same_steps_and_weights(family, tmp_path):
-    _run(family, tmp_path / "straight", tmp_path / "straight.npz")
-    expected = _load(tmp_path / "straight.npz")
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every family straight through; every family killed after step 5, then restarted.
 
+    Also a transformer classifier killed after step 5 whose next checkpoint is
+    then cut short. The straight runs share one process, the restarts another
+    (each job starts from the same seeds and a cleared Keras session); each
+    killed run is a process of its own.
+    """
+    root = tmp_path_factory.mktemp("resume")
+    straight = {f: (f, root / "straight" / f, root / "straight" / f"{f}.npz") for f in FAMILIES}
+    _run(*straight.values())
+    crashed = {f: (f, root / "crashed" / f, root / "crashed" / f"{f}.npz") for f in FAMILIES}
+    crashed["cut_short"] = ("transformer_classifier", root / "cut_short", root / "cut_short.npz")
     # Killed right after step 5 (checkpoints every 2 steps: the last is
     # ckpt-4, or ckpt-6 should step 6 slip in before the signal lands).
-    _kill_after(family, tmp_path / "crashed", tmp_path / "crashed.npz", step=5)
-    last = int(tf.train.latest_checkpoint(str(tmp_path / "crashed")).rsplit("-", 1)[1])
-    assert last in (4, 6)
-    output = _run(family, tmp_path / "crashed", tmp_path / "crashed.npz")
-    assert output.split()[:2] == ["step", str(last + 1)]  # resumed after the last checkpoint
-    resumed = _load(tmp_path / "crashed.npz")
+    last = {name: _kill_after(*job, step=5) for name, job in crashed.items()}
 
-    assert int(resumed["steps"]) == int(expected["steps"]) == STEPS
-    np.testing.assert_allclose(resumed["loss"], expected["loss"][last:], rtol=1e-6)
+    # What a crash in the middle of writing the next checkpoint leaves: its
+    # data and index files, truncated. `checkpoint`, which TensorFlow
+    # replaces atomically only once both are complete, still names the last.
+    directory = root / "cut_short"
+    (directory / f"ckpt-{last['cut_short'] + 2}.data-00000-of-00001").write_bytes(b"\x00" * 17)
+    (directory / f"ckpt-{last['cut_short'] + 2}.index").write_bytes(b"partial")
+    assert tf.train.latest_checkpoint(str(directory)).endswith(f"ckpt-{last['cut_short']}")
+
+    outputs = dict(zip(crashed, _run(*crashed.values()), strict=True))
+    return {
+        name: {
+            "last": last[name], "output": outputs[name], "resumed": _load(crashed[name][2]),
+            "expected": _load(straight[crashed[name][0]][2]),
+        }
+        for name in crashed
+    }
+
+
+def _assert_same_weights(resumed, expected):
     weights = sorted(k for k in expected if k.startswith("w"))
+    assert weights
     for key in weights:
         np.testing.assert_array_equal(resumed[key], expected[key], err_msg=key)
 
 
-def test_a_checkpoint_cut_short_while_written_leaves_the_last_good_one(tmp_path):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_killed_and_restarted_training_ends_with_the_same_steps_and_weights(family, runs):
+    last, output, resumed, expected = (runs[family][k] for k in ("last", "output", "resumed", "expected"))
+    assert last in (4, 6)
+    assert output.split()[:2] == ["step", str(last + 1)]  # resumed after the last checkpoint
+    assert int(resumed["steps"]) == int(expected["steps"]) == STEPS
+    np.testing.assert_allclose(resumed["loss"], expected["loss"][last:], rtol=1e-6)
+    _assert_same_weights(resumed, expected)
+
+
+def test_a_checkpoint_cut_short_while_written_leaves_the_last_good_one(runs):
     """A crash while saving leaves partial files that nothing points to."""
-    directory = tmp_path / "job"
-    _kill_after("transformer_classifier", directory, tmp_path / "job.npz", step=5)
-    last = int(tf.train.latest_checkpoint(str(directory)).rsplit("-", 1)[1])
-    # What a crash in the middle of writing the next checkpoint leaves: its
-    # data and index files, truncated. `checkpoint`, which TensorFlow
-    # replaces atomically only once both are complete, still names the last.
-    (directory / f"ckpt-{last + 2}.data-00000-of-00001").write_bytes(b"\x00" * 17)
-    (directory / f"ckpt-{last + 2}.index").write_bytes(b"partial")
-    assert tf.train.latest_checkpoint(str(directory)).endswith(f"ckpt-{last}")
-    output = _run("transformer_classifier", directory, tmp_path / "job.npz")
-    assert output.split()[:2] == ["step", str(last + 1)]
-    _run("transformer_classifier", tmp_path / "straight", tmp_path / "straight.npz")
-    resumed, expected = _load(tmp_path / "job.npz"), _load(tmp_path / "straight.npz")
-    for key in (k for k in expected if k.startswith("w")):
-        np.testing.assert_array_equal(resumed[key], expected[key], err_msg=key)
+    run = runs["cut_short"]
+    assert run["output"].split()[:2] == ["step", str(run["last"] + 1)]
+    _assert_same_weights(run["resumed"], run["expected"])
