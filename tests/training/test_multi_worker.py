@@ -26,10 +26,11 @@ def _free_ports(count):
     return ports
 
 
-def _job(family, directory, result, env, steps=STEPS):
+def _job(jobs, env, steps=STEPS):
+    """`jobs`: (family, checkpoint_dir, result) triples, run one after the other in one process."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.training.resume_job", str(steps), family, str(directory),
-         str(result), "--per-replica", "--no-dropout"],
+        [sys.executable, "-m", "tests.training.resume_job", str(steps)]
+        + [str(a) for job in jobs for a in job] + ["--per-replica", "--no-dropout"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
 
@@ -39,19 +40,25 @@ def _load(path):
         return {k: f[k] for k in f.files}
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, tmp_path):
-    single = _job(family, tmp_path / "single", tmp_path / "single.npz",
-                  {k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
-    _, errors = single.communicate(timeout=300)
-    assert single.returncode == 0, errors[-3000:]
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    """Every family trained by one process without a cluster (all in one process)."""
+    root = tmp_path_factory.mktemp("single")
+    job = _job([(f, root / f, root / f"{f}.npz") for f in FAMILIES],
+               {k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+    _, errors = job.communicate(timeout=600)
+    assert job.returncode == 0, errors[-3000:]
+    return {f: _load(root / f"{f}.npz") for f in FAMILIES}
 
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, single, tmp_path):
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     jobs = []
     for index in range(2):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         env = dict(os.environ, TF_CONFIG=json.dumps(config))
-        jobs.append(_job(family, tmp_path / f"worker{index}", tmp_path / f"worker{index}.npz", env))
+        jobs.append(_job([(family, tmp_path / f"worker{index}", tmp_path / f"worker{index}.npz")], env))
     try:
         for job in jobs:
             _, errors = job.communicate(timeout=300)
@@ -60,7 +67,7 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, tm
         for job in jobs:
             job.kill()
 
-    expected, chief = _load(tmp_path / "single.npz"), _load(tmp_path / "worker0.npz")
+    expected, chief = single[family], _load(tmp_path / "worker0.npz")
     assert int(chief["steps"]) == int(expected["steps"]) == STEPS
     np.testing.assert_allclose(chief["loss"], expected["loss"], rtol=1e-5, atol=1e-6)
     for key in (k for k in expected if k.startswith("w")):
@@ -80,7 +87,7 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, tm
     for index in range(2):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         env = dict(os.environ, TF_CONFIG=json.dumps(config))
-        jobs.append(_job(family, tmp_path / f"worker{index}", tmp_path / f"again{index}.npz", env,
+        jobs.append(_job([(family, tmp_path / f"worker{index}", tmp_path / f"again{index}.npz")], env,
                          steps=STEPS + 2))
     try:
         for job in jobs:
