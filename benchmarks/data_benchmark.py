@@ -4,8 +4,10 @@
    (`tfnlp/data/_wordpiece_learner.py`, what `learn_wordpiece_vocabulary`
    runs) vs tensorflow-text's `wordpiece_tokenizer_learner_lib.learn` (what
    `bert_vocab_from_dataset` runs) on the same word counts of the training
-   novels and the same arguments, alternating in one process; the two
-   vocabularies are checked equal and the median ratio is reported.
+   novels and the same arguments, in one process (rounds alternate which
+   learner goes first); the two vocabularies are checked equal and the
+   median of the per-round ratios is reported. Skipped with
+   `--learner-rounds 0`, and when `--only` picks only seq2seq and elmo.
 1. Tokenizer throughput (sentences/s): tfnlp `WordPieceTokenizer`
    (FastBertTokenizer) vs tensorflow-text's reference `BertTokenizer` on the
    same vocabulary and the same bundled sentences, alternating rounds in one
@@ -87,14 +89,15 @@ def learners(documents, size, rounds):
     kwargs = dict(max_unique_chars=max(300, size // 4), lower_thresh=1)
     args = (list(counts.items()), size, list(data.SPECIAL_TOKENS))
     ours_times, reference_times = [], []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        ours = _wordpiece_learner.learn(*args, **kwargs)
-        ours_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        reference = wordpiece_tokenizer_learner_lib.learn(*args, **kwargs)
-        reference_times.append(time.perf_counter() - start)
-        if ours != reference:
+    both = ((_wordpiece_learner.learn, ours_times),
+            (wordpiece_tokenizer_learner_lib.learn, reference_times))
+    for index in range(rounds):
+        results = []
+        for learn, times in both[::-1] if index % 2 else both:
+            start = time.perf_counter()
+            results.append(learn(*args, **kwargs))
+            times.append(time.perf_counter() - start)
+        if results[0] != results[1]:
             raise AssertionError("tfnlp's learner and tensorflow-text's learned different vocabularies")
     return {
         "documents": len(documents), "distinct_words": len(counts), "vocabulary_size": size,
@@ -328,7 +331,7 @@ def main():
     parser.add_argument("--tokenizer-rounds", type=int, default=7)
     parser.add_argument("--learner-rounds", type=int, default=1,
                         help="rounds of the learner comparison (0: skip it; tensorflow-text's "
-                        "learner takes minutes on the whole corpus)")
+                        "learner takes about 50 s a round on the whole corpus)")
     parser.add_argument("--warmup-batches", type=int, default=3,
                         help="untimed batches of each fresh pipeline iterator")
     parser.add_argument("--batches", type=int, default=20, help="least pipeline batches per round")
@@ -351,7 +354,7 @@ def main():
     started = time.perf_counter()
     vocab = vocabularies(names, args.vocabulary_size, args.quick)
     rows = {"learner": [], "tokenizer": [], "pipelines": []}
-    if args.learner_rounds:
+    if args.learner_rounds and "english" in vocab:
         documents = datasets.read_documents("en_novels", "train")[: 60 if args.quick else None]
         rows["learner"].append(learners(documents, args.vocabulary_size, args.learner_rounds))
         print(json.dumps(rows["learner"][0]), flush=True)

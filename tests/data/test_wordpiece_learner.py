@@ -31,7 +31,7 @@ def test_same_vocabulary_as_tensorflow_text_on_the_bundled_corpora(corpus_counts
     assert size * 0.9 < len(learned)  # a real search, not the characters alone
 
 
-def test_learn_wordpiece_vocabulary_uses_it():
+def test_learn_wordpiece_vocabulary_gives_tensorflow_text_s_vocabulary():
     texts = ["the cat sat on the mat", "the dog sat", "春眠不觉晓"] * 20
     counts = data.count_words(texts, progress=False)
     expected = reference.learn(counts.items(), 60, RESERVED, max_unique_chars=300, lower_thresh=1)
@@ -96,12 +96,30 @@ def test_same_vocabulary_as_tensorflow_text_in_corner_cases(counts, size, kwargs
 
 def test_ties_and_order_of_the_input_do_not_matter_beyond_tensorflow_text():
     counts = collections.Counter({"ab": 5, "ba": 5, "abab": 5, "#a": 5, "a": 2, "b": 2})
+    learned = []
     for items in (list(counts.items()), list(reversed(counts.items()))):
-        for size in range(3, 12):
-            assert _wordpiece_learner.learn(items, size, []) == reference.learn(items, size, [])
+        learned.append(_wordpiece_learner.learn(items, 8, [], lower_thresh=1))
+        assert learned[-1] == reference.learn(items, 8, [], lower_thresh=1)
+    assert learned[0] == learned[1]
+    ties = [t for t in learned[0] if counts.get(t) == 5]
+    assert ties == ["#a", "ab", "abab", "ba"]  # all four tied pieces kept, alphabetically
 
 
 @pytest.mark.parametrize("counts", [{}, {"a": 0}, {"a": 3, "b": -1}])
 def test_counts_below_one_are_refused(counts):
     with pytest.raises(ValueError, match="every count at least 1"):
         _wordpiece_learner.learn(counts, 10, RESERVED)
+
+
+def test_thresholds_below_one_are_refused():
+    # tensorflow-text would keep pieces whose remaining count is 0 ("ab", "xb").
+    with pytest.raises(ValueError, match="`upper_thresh` must be at least 1"):
+        _wordpiece_learner.learn({"abc": 3, "xbc": 1}, 50, [], upper_thresh=0)
+
+
+def test_no_limits_and_any_iterable_of_pairs():
+    counts = {"the": 9, "then": 4, "a": 3, "thé": 2}
+    expected = reference.learn(list(counts.items()), 30, [], lower_thresh=1, max_input_tokens=-1)
+    learned = _wordpiece_learner.learn(iter(counts.items()), 30, [], lower_thresh=1,
+                                       max_input_tokens=None, max_unique_chars=None)
+    assert learned == expected

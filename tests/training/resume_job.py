@@ -59,9 +59,10 @@ def main(family, checkpoint_dir, result_path, steps, per_replica=False, dropout=
 
 if __name__ == "__main__":
     flags = {"--per-replica", "--no-dropout"}
-    steps, *jobs = [a for a in sys.argv[1:] if a not in flags]
-    if not jobs or len(jobs) % 3:
+    arguments = [a for a in sys.argv[1:] if a not in flags]
+    if len(arguments) < 4 or (len(arguments) - 1) % 3:
         sys.exit(__doc__)
+    steps, *jobs = arguments
     tf.config.experimental.enable_op_determinism()
     for index in range(0, len(jobs), 3):
         print(f"job {index // 3}", flush=True)

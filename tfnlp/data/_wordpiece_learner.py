@@ -34,7 +34,9 @@ def _allowed_chars(word_counts, max_unique_chars):
         for char in word:
             char_counts[char] += count
     ranked = sorted(sorted(char_counts.items(), key=lambda x: x[0]), key=lambda x: x[1], reverse=True)
-    return {char for char, _ in ranked[:max_unique_chars]}
+    if max_unique_chars is not None:
+        ranked = ranked[: max(max_unique_chars, 0)]
+    return {char for char, _ in ranked}
 
 
 def _input_words(word_counts, reserved_tokens, max_token_length, max_unique_chars, max_input_tokens):
@@ -158,11 +160,20 @@ def learn(
     include_joiner_token=True,
     joiner="##",
 ):
-    """tensorflow-text's `wordpiece_tokenizer_learner_lib.learn`, same arguments and result."""
+    """tensorflow-text's `wordpiece_tokenizer_learner_lib.learn`: same arguments, same vocabulary.
+
+    Where tensorflow-text's learner fails or does something of no use, this
+    one differs: counts below 1 and `upper_thresh` below 1 are refused (a
+    threshold of 0 would keep every substring), `max_input_tokens` and
+    `max_unique_chars` may be None (no limit), and `word_counts` may be a
+    dict or any iterable of (word, count) pairs, generators included.
+    """
     word_counts = list(word_counts.items() if isinstance(word_counts, dict) else word_counts)
     counts = [count for _, count in word_counts]
     if not counts or min(counts) < 1:
         raise ValueError("`word_counts` must hold at least one word, every count at least 1.")
+    if upper_thresh is not None and upper_thresh < 1:
+        raise ValueError(f"`upper_thresh` must be at least 1 (or None), got {upper_thresh}.")
     upper = max(counts) if upper_thresh is None else min(max(counts), upper_thresh)
     lower = min(counts) if lower_thresh is None else max(min(counts), lower_thresh)
     words = _input_words(word_counts, reserved_tokens, max_token_length, max_unique_chars, max_input_tokens)
