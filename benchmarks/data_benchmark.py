@@ -67,6 +67,7 @@ from elmo_benchmark import novel_pipeline, novel_vocabulary  # noqa: E402
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib  # noqa: E402
 from tfnlp import data, datasets, models  # noqa: E402
 from tfnlp.data import _wordpiece_learner  # noqa: E402
+from tfnlp.data.vocabulary import _learner_options  # noqa: E402
 
 GOAL = 3.0  # pipeline on one core / training consumption, from the performance issue
 
@@ -85,8 +86,7 @@ def batch_size(batch):
 def learners(documents, size, rounds):
     """Seconds to learn the same vocabulary with tfnlp's and tensorflow-text's learner."""
     counts = data.count_words([s for d in documents for s in d], progress=False)
-    # The arguments `learn_wordpiece_vocabulary` passes.
-    kwargs = dict(max_unique_chars=max(300, size // 4), lower_thresh=1)
+    kwargs = _learner_options(size)  # as `learn_wordpiece_vocabulary` learns
     args = (list(counts.items()), size, list(data.SPECIAL_TOKENS))
     ours_times, reference_times = [], []
     both = ((_wordpiece_learner.learn, ours_times),

@@ -9,6 +9,7 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from tfnlp import data, datasets
 from tfnlp.data import _wordpiece_learner
+from tfnlp.data.vocabulary import _learner_options
 
 RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -34,7 +35,7 @@ def test_same_vocabulary_as_tensorflow_text_on_the_bundled_corpora(corpus_counts
 def test_learn_wordpiece_vocabulary_gives_tensorflow_text_s_vocabulary():
     texts = ["the cat sat on the mat", "the dog sat", "春眠不觉晓"] * 20
     counts = data.count_words(texts, progress=False)
-    expected = reference.learn(counts.items(), 60, RESERVED, max_unique_chars=300, lower_thresh=1)
+    expected = reference.learn(counts.items(), 60, RESERVED, **_learner_options(60))
     assert data.learn_wordpiece_vocabulary(texts, 60, progress=False) == expected[:60]
 
 

@@ -26,6 +26,21 @@ from tests.training import families  # noqa: E402
 from tfnlp import training  # noqa: E402
 
 
+FLAGS = ("--per-replica", "--no-dropout")
+
+
+def command(steps, jobs, *flags):
+    """The command line running `jobs`, (family, checkpoint_dir, result) triples, in one process."""
+    return [sys.executable, "-m", "tests.training.resume_job", str(steps),
+            *(str(part) for job in jobs for part in job), *flags]
+
+
+def load(path):
+    """A job's RESULT.npz as a dict of arrays."""
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
 def main(family, checkpoint_dir, result_path, steps, per_replica=False, dropout=0.1):
     keras.backend.clear_session()  # each job as in a process of its own
     strategy = training.strategy()
@@ -58,13 +73,12 @@ def main(family, checkpoint_dir, result_path, steps, per_replica=False, dropout=
 
 
 if __name__ == "__main__":
-    flags = {"--per-replica", "--no-dropout"}
-    arguments = [a for a in sys.argv[1:] if a not in flags]
+    arguments = [a for a in sys.argv[1:] if a not in FLAGS]
     if len(arguments) < 4 or (len(arguments) - 1) % 3:
         sys.exit(__doc__)
     steps, *jobs = arguments
+    per_replica, dropout = "--per-replica" in sys.argv, 0.0 if "--no-dropout" in sys.argv else 0.1
     tf.config.experimental.enable_op_determinism()
     for index in range(0, len(jobs), 3):
         print(f"job {index // 3}", flush=True)
-        main(*jobs[index : index + 3], steps=int(steps), per_replica="--per-replica" in sys.argv,
-             dropout=0.0 if "--no-dropout" in sys.argv else 0.1)
+        main(*jobs[index : index + 3], steps=int(steps), per_replica=per_replica, dropout=dropout)

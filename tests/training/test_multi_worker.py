@@ -5,12 +5,12 @@ import os
 import pathlib
 import socket
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tests.training.families import FAMILIES
+from tests.training.resume_job import command, load
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = 4
@@ -29,15 +29,9 @@ def _free_ports(count):
 def _job(jobs, env, steps=STEPS):
     """`jobs`: (family, checkpoint_dir, result) triples, run one after the other in one process."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.training.resume_job", str(steps)]
-        + [str(a) for job in jobs for a in job] + ["--per-replica", "--no-dropout"],
+        command(steps, jobs, "--per-replica", "--no-dropout"),
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
-
-
-def _load(path):
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +42,7 @@ def single(tmp_path_factory):
                {k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
     _, errors = job.communicate(timeout=600)
     assert job.returncode == 0, errors[-3000:]
-    return {f: _load(root / f"{f}.npz") for f in FAMILIES}
+    return {f: load(root / f"{f}.npz") for f in FAMILIES}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -67,7 +61,7 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, si
         for job in jobs:
             job.kill()
 
-    expected, chief = single[family], _load(tmp_path / "worker0.npz")
+    expected, chief = single[family], load(tmp_path / "worker0.npz")
     assert int(chief["steps"]) == int(expected["steps"]) == STEPS
     np.testing.assert_allclose(chief["loss"], expected["loss"], rtol=1e-5, atol=1e-6)
     weights = [k for k in expected if k.startswith("w")]

@@ -4,7 +4,6 @@ import os
 import pathlib
 import signal
 import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -12,28 +11,30 @@ import pytest
 import tensorflow as tf
 
 from tests.training.families import FAMILIES
+from tests.training.resume_job import command, load
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STEPS = 10
 
 
-def _command(*jobs):
-    """`jobs`: (family, checkpoint_dir, result) triples, run one after the other in one process."""
-    return [sys.executable, "-m", "tests.training.resume_job", str(STEPS)] + [str(a) for job in jobs for a in job]
-
-
 def _run(*jobs):
-    """Runs the jobs in one process; returns each job's output."""
-    done = subprocess.run(_command(*jobs), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    """Runs the jobs, (family, checkpoint_dir, result) triples, in one process; returns each one's output."""
+    done = subprocess.run(command(STEPS, jobs), cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    outputs = done.stdout.split("job ")[1:]
-    assert [int(o.split()[0]) for o in outputs] == list(range(len(jobs)))
-    return [o.split(None, 1)[1] for o in outputs]
+    outputs = []
+    for line in done.stdout.splitlines():
+        if line.startswith("job "):
+            assert line == f"job {len(outputs)}", line
+            outputs.append("")
+        else:
+            outputs[-1] += line + "\n"
+    assert len(outputs) == len(jobs)
+    return outputs
 
 
 def _kill_after(family, checkpoint_dir, result, step):
     """Starts the job and SIGKILLs it as soon as it reports `step` (mid-run, between checkpoints)."""
-    process = subprocess.Popen(_command((family, checkpoint_dir, result)), cwd=ROOT,
+    process = subprocess.Popen(command(STEPS, [(family, checkpoint_dir, result)]), cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     # A watchdog bounds a hung job; reaching EOF without the step fails below.
     watchdog = threading.Timer(300, process.kill)
@@ -53,11 +54,6 @@ def _kill_after(family, checkpoint_dir, result, step):
     assert process.returncode == -signal.SIGKILL
     assert not result.exists()
     return int(tf.train.latest_checkpoint(str(checkpoint_dir)).rsplit("-", 1)[1])
-
-
-def _load(path):
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +85,8 @@ def runs(tmp_path_factory):
     outputs = dict(zip(crashed, _run(*crashed.values()), strict=True))
     return {
         name: {
-            "last": last[name], "output": outputs[name], "resumed": _load(crashed[name][2]),
-            "expected": _load(straight[crashed[name][0]][2]),
+            "last": last[name], "output": outputs[name], "resumed": load(crashed[name][2]),
+            "expected": load(straight[crashed[name][0]][2]),
         }
         for name in crashed
     }

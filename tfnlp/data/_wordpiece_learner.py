@@ -27,16 +27,21 @@ is left is mostly the greedy splitting of every word in the later passes.
 import collections
 
 
+def _ranked(counts):
+    """The keys of `counts` (a dict), most frequent first, ties alphabetical."""
+    return [key for key, _ in sorted(sorted(counts.items()), key=lambda x: x[1], reverse=True)]
+
+
 def _allowed_chars(word_counts, max_unique_chars):
     """The `max_unique_chars` most frequent characters (ties: alphabetical)."""
     char_counts = collections.defaultdict(int)
     for word, count in word_counts:
         for char in word:
             char_counts[char] += count
-    ranked = sorted(sorted(char_counts.items(), key=lambda x: x[0]), key=lambda x: x[1], reverse=True)
+    ranked = _ranked(char_counts)
     if max_unique_chars is not None:
         ranked = ranked[: max(max_unique_chars, 0)]
-    return {char for char, _ in ranked}
+    return set(ranked)
 
 
 def _input_words(word_counts, reserved_tokens, max_token_length, max_unique_chars, max_input_tokens):
@@ -65,8 +70,8 @@ class _Search:
         self.num_iterations = num_iterations
         # With an empty joiner a suffix piece is spelled like a word-initial
         # one, and tensorflow-text counts the two as one token.
+        # Without joiner tokens, `joiner + char` below is the character itself.
         self.joiner = joiner if include_joiner_token else ""
-        self.include_joiner_token = include_joiner_token
         self.reserved_tokens = list(reserved_tokens)
         self.chars = {char for word, _ in words for char in word}
         self.first = self._endings(((word, count, range(len(word))) for word, count in words))
@@ -101,8 +106,7 @@ class _Search:
         tokens.update((t, c) for t, c in joined.items() if c >= thresh)
         for char in self.chars:
             tokens.setdefault(char, 1)
-            if self.include_joiner_token:
-                tokens.setdefault(self.joiner + char, 1)
+            tokens.setdefault(self.joiner + char, 1)
         return tokens
 
     def _split_starts(self, tokens):
@@ -136,13 +140,11 @@ class _Search:
 
     def vocabulary(self, thresh):
         """tensorflow-text's `learn_with_thresh`."""
-        tokens = self._tokens(self.first, thresh)
+        # No pass at all leaves the characters alone.
+        tokens = self._tokens(self.first if self.num_iterations >= 1 else ({}, {}), thresh)
         for _ in range(1, self.num_iterations):
             tokens = self._tokens(self._endings(self._split_starts(tokens)), thresh)
-        if self.num_iterations < 1:  # no pass: the characters alone
-            tokens = self._tokens(({}, {}), thresh)
-        ordered = sorted(sorted(tokens.items(), key=lambda x: x[0]), key=lambda x: x[1], reverse=True)
-        vocabulary = list(self.reserved_tokens) + sorted(self.chars) + [t for t, _ in ordered]
+        vocabulary = self.reserved_tokens + sorted(self.chars) + _ranked(tokens)
         return list(dict.fromkeys(vocabulary))
 
 

@@ -63,6 +63,11 @@ def count_words(texts, lower_case=True, batch_size=1024, progress=True):
     return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()})
 
 
+def _learner_options(vocabulary_size, max_unique_characters=None):
+    """The learner's settings that `learn_wordpiece_vocabulary` chooses (see its Args)."""
+    return {"max_unique_chars": max_unique_characters or max(300, vocabulary_size // 4), "lower_thresh": 1}
+
+
 def learn_wordpiece_vocabulary(
     texts,
     vocabulary_size,
@@ -79,8 +84,8 @@ def learn_wordpiece_vocabulary(
     word pieces. The pieces are exactly those of tensorflow-text's learner
     (`bert_vocab_from_dataset`'s algorithm), computed without counting every
     substring of every word at every threshold it tries
-    (`tfnlp/data/_wordpiece_learner.py`). The reserved tokens come first, so with the defaults
-    `[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4`.
+    (`tfnlp/data/_wordpiece_learner.py`). The reserved tokens come first, so
+    with the defaults `[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4`.
 
     Args:
         texts: a `tf.data.Dataset` of scalar strings or of 1-D string tensors
@@ -122,8 +127,7 @@ def learn_wordpiece_vocabulary(
         counts.items(),
         vocabulary_size,
         list(reserved_tokens),
-        max_unique_chars=max_unique_characters or max(300, vocabulary_size // 4),
-        lower_thresh=1,
+        **_learner_options(vocabulary_size, max_unique_characters),
     )
     # The learner may overshoot by a few; its tail holds the rarest pieces.
     vocabulary = vocabulary[:vocabulary_size]
