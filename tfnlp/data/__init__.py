@@ -17,6 +17,7 @@ from tfnlp.data.unilm import objective_counts
 from tfnlp.data.unilm import unilm_finetuning_dataset
 from tfnlp.data.unilm import unilm_pretraining_dataset
 from tfnlp.data.tfrecord import write_tfrecords
+from tfnlp.data.tuning import static_tuning
 from tfnlp.data.vocabulary import SPECIAL_TOKENS
 from tfnlp.data.vocabulary import count_words
 from tfnlp.data.vocabulary import learn_wordpiece_vocabulary
@@ -48,4 +49,5 @@ __all__ = [
     "save_vocabulary",
     "sentence_tokens",
     "split_words",
+    "static_tuning",
 ]

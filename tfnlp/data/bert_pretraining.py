@@ -5,6 +5,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import dense_row
 from tfnlp.data.segment_packer import SegmentPacker
+from tfnlp.data.tuning import prefetched
 from tfnlp.layers import _validation
 
 # NSP labels as in BERT: 0 = B really follows A, 1 = B is a random segment.
@@ -296,4 +297,4 @@ def bert_pretraining_dataset(
 
     examples = pairs.enumerate().map(example, num_parallel_calls=tf.data.AUTOTUNE)
     examples = examples.map(lambda x: {k: tf.cast(v, tf.int32) for k, v in x.items()})
-    return examples.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return prefetched(examples.batch(batch_size, drop_remainder=True))

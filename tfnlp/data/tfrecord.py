@@ -5,6 +5,7 @@ import os
 
 import tensorflow as tf
 
+from tfnlp.data.tuning import static_tuning
 from tfnlp.layers import _validation
 
 # int64_list and float_list hold these exactly; other dtypes are refused.
@@ -161,4 +162,4 @@ def read_tfrecords(prefix, num_workers=1, worker_index=0):
     records = files.interleave(
         tf.data.TFRecordDataset, cycle_length=len(paths), block_length=1
     )
-    return records.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return static_tuning(records.map(parse, num_parallel_calls=tf.data.AUTOTUNE))

@@ -1,0 +1,135 @@
+"""tf.data autotuning on vs off under `model.fit`: why tfnlp's pipelines turn it off.
+
+Every `tfnlp.data` builder returns its dataset with `autotune.enabled=False`
+(`tfnlp/data/tuning.py`). This script runs two examples end to end in fresh
+processes, once as shipped (autotuning off) and once with the builders'
+datasets handed back to the autotuner (`with_options`, the latest setting
+wins), alternating which goes first, and reports the median per-round
+ratio of the wall times (autotuned / static: > 1 means static is faster).
+The examples' results (accuracies) must come out identical, since only the
+tuning differs.
+
+Workloads (the test suite's and the demo's kind of run, small enough to
+repeat):
+- `bert_pretraining`: `examples/pretrain_bert.py`, BERT-tiny, 2,000-token
+  vocabulary, length 64, 800 steps in 2 epochs with held-out evaluation
+  after each;
+- `text_classifier`: `examples/text_classifier.py` at its defaults, 3 epochs.
+
+Run it: `python benchmarks/autotune_benchmark.py [--rounds 2]` (about 9
+minutes). Writes `results/autotune.json`.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import markdown_table, write_json  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = ("bert_pretraining", "text_classifier")
+CHILD_TIMEOUT_S = 1800
+
+
+def _bert_pretraining(output):
+    from examples import pretrain_bert
+
+    result = pretrain_bert.main([
+        "--preset", "bert_tiny", "--vocabulary-size", "2000", "--sequence-length", "64",
+        "--max-predictions", "10", "--steps", "800", "--steps-per-epoch", "400",
+        "--learning-rate", "2e-3", "--max-documents", "150", "--eval-batches", "40",
+        "--cache-batches", "400", "--shuffle-buffer", "1000", "--output", output,
+    ])
+    return {"mlm_accuracy": result["mlm_accuracy"], "nsp_accuracy": result["nsp_accuracy"]}
+
+
+def _text_classifier(output):
+    from examples import text_classifier
+
+    result = text_classifier.main(["--epochs", "3", "--logs", output])
+    return {"accuracy": result["transformer"]["accuracy"]}
+
+
+def child(workload, autotune):
+    import tfnlp  # noqa: F401  (before TensorFlow: tfnlp's CPU settings)
+    import tensorflow as tf
+
+    from tfnlp import data
+
+    if autotune:
+        options = tf.data.Options()
+        options.autotune.enabled = True
+        for name in data.__all__:
+            if name.endswith("_dataset"):
+                builder = getattr(data, name)
+                setattr(data, name, lambda *a, _builder=builder, **k: _builder(*a, **k).with_options(options))
+    run = {"bert_pretraining": _bert_pretraining, "text_classifier": _text_classifier}[workload]
+    with tempfile.TemporaryDirectory() as output:
+        started = time.perf_counter()
+        result = run(output)
+        seconds = time.perf_counter() - started
+    print(json.dumps({"seconds": seconds, "result": result}))
+
+
+def run_child(workload, autotune):
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow",
+                       PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    completed = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--child", workload, "--autotune", str(int(autotune))],
+        env=environment, capture_output=True, text=True, check=False, timeout=CHILD_TIMEOUT_S, cwd=ROOT,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"{workload} (autotune={autotune}) failed:\n{completed.stderr[-3000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--child", choices=WORKLOADS, help=argparse.SUPPRESS)
+    parser.add_argument("--autotune", type=int, choices=(0, 1), default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--json", default="benchmarks/results/autotune.json")
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, bool(args.autotune))
+        return
+    rows = []
+    for workload in args.workloads:
+        seconds = {False: [], True: []}
+        results = set()
+        for round_index in range(args.rounds):
+            # Which setting goes first alternates: no order bias.
+            for autotune in (False, True) if round_index % 2 == 0 else (True, False):
+                measured = run_child(workload, autotune)
+                seconds[autotune].append(measured["seconds"])
+                results.add(json.dumps(measured["result"], sort_keys=True))
+                print(workload, "autotune" if autotune else "static", round(measured["seconds"], 1),
+                      measured["result"], flush=True)
+        if len(results) != 1:
+            raise RuntimeError(f"{workload}: the settings gave different results: {sorted(results)}")
+        row = {
+            "workload": workload,
+            "static_s": round(statistics.median(seconds[False]), 1),
+            "autotuned_s": round(statistics.median(seconds[True]), 1),
+            "static_speedup": round(statistics.median(
+                a / s for a, s in zip(seconds[True], seconds[False], strict=True)), 2),
+            "rounds": args.rounds,
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    print(markdown_table(
+        ["workload", "static (tfnlp) s", "autotuned s", "speed-up (autotuned / static)"],
+        [[r["workload"], r["static_s"], r["autotuned_s"], f"{r['static_speedup']:.2f}"] for r in rows],
+    ))
+    write_json(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()

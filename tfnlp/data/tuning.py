@@ -1,0 +1,63 @@
+"""How tfnlp's tf.data pipelines are tuned: statically, not by tf.data's autotuner.
+
+Every dataset a `tfnlp.data` builder returns has `options().autotune.enabled`
+set to False. tf.data then runs each `num_parallel_calls=AUTOTUNE` map with
+`min(16, CPU cores)` parallel calls and grows each `prefetch(AUTOTUNE)`
+buffer when the consumer finds it empty, without the autotuner's model and
+its background thread. The batches are the same either way (tfnlp's maps are
+deterministic), only the speed differs.
+
+Why (measured on a 2-core CPU, `benchmarks/README.md`, "tf.data autotuning
+under `model.fit`"): with the autotuner on, `model.fit` steps on tfnlp's
+pipelines intermittently stretched to whole multiples of about 102 ms (a
+BERT-tiny step of 62 ms took 102.3 ms for entire epochs, one of 270 ms took
+409.5 ms), and two examples ran 1.22x (BERT pretraining) and 1.12x (text
+classifier) slower end to end (`benchmarks/autotune_benchmark.py`, same
+results to the digit). Calling the same compiled train step in a loop over
+the same iterator, outside `fit`, showed no such stretching, and with the
+autotuner off `fit` never did. Machines with many cores were not measured.
+
+To hand a pipeline back to the autotuner (e.g. on a large machine where you
+have measured it to help), set the option again: the latest setting wins.
+
+    options = tf.data.Options()
+    options.autotune.enabled = True
+    dataset = dataset.with_options(options)
+"""
+
+import tensorflow as tf
+
+
+def static_tuning(dataset):
+    """`dataset` with tf.data's autotuner off (tfnlp's pipelines all use this).
+
+    Parallel maps declared with `num_parallel_calls=tf.data.AUTOTUNE` then
+    run `min(16, CPU cores)` calls at once, and `prefetch(tf.data.AUTOTUNE)`
+    buffers grow on demand; see the module docstring for the measurements
+    behind it. Apply it to your own pipelines the same way; a later
+    `with_options` that enables autotuning overrides it.
+
+    Args:
+        dataset: a `tf.data.Dataset`.
+
+    Returns:
+        The dataset with `options().autotune.enabled == False`; its elements
+        are unchanged.
+
+    Example:
+
+    >>> dataset = static_tuning(tf.data.Dataset.range(3).map(
+    ...     lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE))
+    >>> dataset.options().autotune.enabled, [int(x) for x in dataset]
+    (False, [0, 2, 4])
+    """
+    if not isinstance(dataset, tf.data.Dataset):
+        raise TypeError(f"`dataset` must be a tf.data.Dataset, got {type(dataset).__name__}.")
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
+def prefetched(dataset):
+    """The last step of every tfnlp pipeline: prefetch, statically tuned."""
+    return static_tuning(dataset.prefetch(tf.data.AUTOTUNE))
