@@ -6,6 +6,7 @@ import pathlib
 import subprocess
 import sys
 
+import keras
 import pytest
 
 from tfnlp import cli
@@ -93,10 +94,21 @@ def test_yaml_config_and_flags_override_it(tmp_path):
 
 
 def _tfnlp(*argv, stdin=None):
+    """`python -m tfnlp.cli ARGV` in a fresh process, as a user runs it."""
     done = subprocess.run([sys.executable, "-m", "tfnlp.cli", *argv], cwd=ROOT, input=stdin,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def _tfnlp_here(capsys, *argv):
+    """The same command in this process: each step of a pipeline test would
+    otherwise pay a TensorFlow start-up; the last step of each runs in a
+    fresh process (`_tfnlp`), reading what these wrote."""
+    keras.backend.clear_session()
+    capsys.readouterr()
+    assert cli.main(list(argv)) == 0
+    return capsys.readouterr().out
 
 
 def test_console_script_is_installed():
@@ -104,19 +116,19 @@ def test_console_script_is_installed():
     assert script.exists(), "reinstall tfnlp (pip install -e .) to get the console script"
 
 
-def test_vocab_pretrain_resume_finetune_export_generate(tmp_path):
+def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
-    out = _tfnlp("vocab", "--corpus", str(corpus), "--size", "300", "--output", str(tmp_path / "v.txt"))
+    out = _tfnlp_here(capsys, "vocab", "--corpus", str(corpus), "--size", "300", "--output", str(tmp_path / "v.txt"))
     assert "tokens written" in out and (tmp_path / "v.txt").read_text().startswith("[PAD]")
 
     bert = tmp_path / "bert"
     common = ["--corpus", str(corpus), "--vocabulary", str(tmp_path / "v.txt"), "--sequence-length", "32",
               "--max-predictions", "4", "--batch-size", "8", "--checkpoint-every", "2",
               "--log-every", "1", "--output", str(bert)]
-    out = _tfnlp("pretrain", "bert", "--steps", "3", *common)
+    out = _tfnlp_here(capsys, "pretrain", "bert", "--steps", "3", *common)
     assert "3 steps done" in out
-    out = _tfnlp("pretrain", "bert", "--steps", "5", *common)  # resumes from the step-3 checkpoint
+    out = _tfnlp_here(capsys, "pretrain", "bert", "--steps", "5", *common)  # resumes from the step-3 checkpoint
     assert "5 steps done" in out
     assert json.loads((bert / "config.json").read_text())["kind"] == "bert"
     assert (bert / "model.keras").exists() and list((bert / "logs").glob("events.out.tfevents.*"))
@@ -124,29 +136,29 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path):
     assert list((bert / "logs" / "attention").glob("events.out.tfevents.*"))  # attention images
 
     reviews = tmp_path / "reviews"
-    out = _tfnlp("finetune", "--pretrained", str(bert), "--output", str(reviews), "--steps", "2",
+    out = _tfnlp_here(capsys, "finetune", "--pretrained", str(bert), "--output", str(reviews), "--steps", "2",
                  "--batch-size", "8", "--sequence-length", "32")
     assert "test accuracy" in out
-    _tfnlp("export", "--model", str(reviews), "--output", str(tmp_path / "served"))
+    _tfnlp_here(capsys, "export", "--model", str(reviews), "--output", str(tmp_path / "served"))
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "served" / "1"),
                    stdin="great coffee, will buy again\nstale and bitter\n").strip().split("\n")
     assert len(lines) == 2 and all(line.split("\t")[0] in ("other", "great") for line in lines)
 
 
-def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path):
+def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
-    out = _tfnlp("pretrain", "elmo", "--corpus", str(corpus), "--steps", "2", "--batch-size", "4",
+    out = _tfnlp_here(capsys, "pretrain", "elmo", "--corpus", str(corpus), "--steps", "2", "--batch-size", "4",
                  "--sequence-length", "12", "--output", str(tmp_path / "elmo"))
     assert "2 steps done" in out and (tmp_path / "elmo" / "words.txt").exists()
-    _tfnlp("export", "--model", str(tmp_path / "elmo"), "--output", str(tmp_path / "elmo_served"))
-    line = _tfnlp("generate", "--saved-model", str(tmp_path / "elmo_served" / "1"), "--text", "Call me")
+    _tfnlp_here(capsys, "export", "--model", str(tmp_path / "elmo"), "--output", str(tmp_path / "elmo_served"))
+    line = _tfnlp_here(capsys, "generate", "--saved-model", str(tmp_path / "elmo_served" / "1"), "--text", "Call me")
     assert json.loads(line)["outputs"]["elmo"][-1] == 256  # 2 x the elmo_small projection
-    out = _tfnlp("pretrain", "unilm", "--corpus", str(corpus), "--vocabulary-size", "200", "--steps", "2",
+    out = _tfnlp_here(capsys, "pretrain", "unilm", "--corpus", str(corpus), "--vocabulary-size", "200", "--steps", "2",
                  "--batch-size", "6", "--sequence-length", "32", "--output", str(tmp_path / "unilm"))
     assert "2 steps done" in out
     assert os.path.exists(tmp_path / "unilm" / "model.keras")
-    _tfnlp("export", "--model", str(tmp_path / "unilm"), "--output", str(tmp_path / "unilm_served"))
+    _tfnlp_here(capsys, "export", "--model", str(tmp_path / "unilm"), "--output", str(tmp_path / "unilm_served"))
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "unilm_served" / "1"),
                    "--text", "Call me", "--text", "").split("\n")
     assert len(lines) == 3 and lines[-1] == ""  # two outputs (any text: 2 training steps)
