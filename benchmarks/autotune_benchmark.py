@@ -100,20 +100,21 @@ def main():
     if args.child:
         child(args.child, bool(args.autotune))
         return
-    rows = []
+    rows, failures = [], []
     for workload in args.workloads:
         seconds = {False: [], True: []}
-        results = set()
+        results = {False: [], True: []}
         for round_index in range(args.rounds):
             # Which setting goes first alternates: no order bias.
             for autotune in (False, True) if round_index % 2 == 0 else (True, False):
                 measured = run_child(workload, autotune)
-                seconds[autotune].append(measured["seconds"])
-                results.add(json.dumps(measured["result"], sort_keys=True))
+                seconds[autotune].append(round(measured["seconds"], 2))
+                results[autotune].append(measured["result"])
                 print(workload, "autotune" if autotune else "static", round(measured["seconds"], 1),
                       measured["result"], flush=True)
-        if len(results) != 1:
-            raise RuntimeError(f"{workload}: the settings gave different results: {sorted(results)}")
+        distinct = {json.dumps(r, sort_keys=True) for r in results[False] + results[True]}
+        if len(distinct) != 1:
+            failures.append(f"{workload}: the settings gave different results: {sorted(distinct)}")
         row = {
             "workload": workload,
             "static_s": round(statistics.median(seconds[False]), 1),
@@ -121,6 +122,9 @@ def main():
             "static_speedup": round(statistics.median(
                 a / s for a, s in zip(seconds[True], seconds[False], strict=True)), 2),
             "rounds": args.rounds,
+            "static_seconds": seconds[False],
+            "autotuned_seconds": seconds[True],
+            "results": results[False][0],
         }
         print(json.dumps(row), flush=True)
         rows.append(row)
@@ -128,8 +132,9 @@ def main():
         ["workload", "static (tfnlp) s", "autotuned s", "speed-up (autotuned / static)"],
         [[r["workload"], r["static_s"], r["autotuned_s"], f"{r['static_speedup']:.2f}"] for r in rows],
     ))
-    write_json(args.json, rows)
-
+    write_json(args.json, rows, failures=failures)  # written first: a mismatch keeps the timings
+    if failures:
+        raise RuntimeError("\n".join(failures))
 
 if __name__ == "__main__":
     main()

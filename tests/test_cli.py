@@ -119,7 +119,8 @@ def test_console_script_is_installed():
 def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
-    out = _tfnlp_here(capsys, "vocab", "--corpus", str(corpus), "--size", "300", "--output", str(tmp_path / "v.txt"))
+    out = _tfnlp_here(capsys, "vocab", "--corpus", str(corpus), "--size", "300",
+                      "--output", str(tmp_path / "v.txt"))
     assert "tokens written" in out and (tmp_path / "v.txt").read_text().startswith("[PAD]")
 
     bert = tmp_path / "bert"
@@ -128,7 +129,8 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
               "--log-every", "1", "--output", str(bert)]
     out = _tfnlp_here(capsys, "pretrain", "bert", "--steps", "3", *common)
     assert "3 steps done" in out
-    out = _tfnlp_here(capsys, "pretrain", "bert", "--steps", "5", *common)  # resumes from the step-3 checkpoint
+    # Resumes from the step-3 checkpoint on disk (restarts of killed processes: tests/training).
+    out = _tfnlp_here(capsys, "pretrain", "bert", "--steps", "5", *common)
     assert "5 steps done" in out
     assert json.loads((bert / "config.json").read_text())["kind"] == "bert"
     assert (bert / "model.keras").exists() and list((bert / "logs").glob("events.out.tfevents.*"))
@@ -136,8 +138,8 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
     assert list((bert / "logs" / "attention").glob("events.out.tfevents.*"))  # attention images
 
     reviews = tmp_path / "reviews"
-    out = _tfnlp_here(capsys, "finetune", "--pretrained", str(bert), "--output", str(reviews), "--steps", "2",
-                 "--batch-size", "8", "--sequence-length", "32")
+    out = _tfnlp_here(capsys, "finetune", "--pretrained", str(bert), "--output", str(reviews),
+                      "--steps", "2", "--batch-size", "8", "--sequence-length", "32")
     assert "test accuracy" in out
     _tfnlp_here(capsys, "export", "--model", str(reviews), "--output", str(tmp_path / "served"))
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "served" / "1"),
@@ -148,17 +150,21 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
 def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
-    out = _tfnlp_here(capsys, "pretrain", "elmo", "--corpus", str(corpus), "--steps", "2", "--batch-size", "4",
-                 "--sequence-length", "12", "--output", str(tmp_path / "elmo"))
+    out = _tfnlp_here(capsys, "pretrain", "elmo", "--corpus", str(corpus), "--steps", "2",
+                      "--batch-size", "4", "--sequence-length", "12", "--output", str(tmp_path / "elmo"))
     assert "2 steps done" in out and (tmp_path / "elmo" / "words.txt").exists()
-    _tfnlp_here(capsys, "export", "--model", str(tmp_path / "elmo"), "--output", str(tmp_path / "elmo_served"))
-    line = _tfnlp_here(capsys, "generate", "--saved-model", str(tmp_path / "elmo_served" / "1"), "--text", "Call me")
+    _tfnlp_here(capsys, "export", "--model", str(tmp_path / "elmo"),
+                "--output", str(tmp_path / "elmo_served"))
+    line = _tfnlp_here(capsys, "generate", "--saved-model", str(tmp_path / "elmo_served" / "1"),
+                       "--text", "Call me")
     assert json.loads(line)["outputs"]["elmo"][-1] == 256  # 2 x the elmo_small projection
-    out = _tfnlp_here(capsys, "pretrain", "unilm", "--corpus", str(corpus), "--vocabulary-size", "200", "--steps", "2",
-                 "--batch-size", "6", "--sequence-length", "32", "--output", str(tmp_path / "unilm"))
+    out = _tfnlp_here(capsys, "pretrain", "unilm", "--corpus", str(corpus), "--vocabulary-size", "200",
+                      "--steps", "2", "--batch-size", "6", "--sequence-length", "32",
+                      "--output", str(tmp_path / "unilm"))
     assert "2 steps done" in out
     assert os.path.exists(tmp_path / "unilm" / "model.keras")
-    _tfnlp_here(capsys, "export", "--model", str(tmp_path / "unilm"), "--output", str(tmp_path / "unilm_served"))
+    _tfnlp_here(capsys, "export", "--model", str(tmp_path / "unilm"),
+                "--output", str(tmp_path / "unilm_served"))
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "unilm_served" / "1"),
                    "--text", "Call me", "--text", "").split("\n")
     assert len(lines) == 3 and lines[-1] == ""  # two outputs (any text: 2 training steps)

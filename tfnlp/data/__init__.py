@@ -1,4 +1,8 @@
-"""In-graph text data: vocabularies, tokenizers, packing and tf.data pipelines."""
+"""In-graph text data: vocabularies, tokenizers, packing and tf.data pipelines.
+
+Every pipeline here returns its dataset with tf.data's autotuner off
+(`static_tuning`, measured faster under `model.fit`; see `tfnlp.data.tuning`).
+"""
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset

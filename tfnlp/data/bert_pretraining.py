@@ -5,7 +5,8 @@ import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import dense_row
 from tfnlp.data.segment_packer import SegmentPacker
-from tfnlp.data.tuning import prefetched
+from tfnlp.data.tuning import _prefetched
+from tfnlp.data.tuning import static_tuning
 from tfnlp.layers import _validation
 
 # NSP labels as in BERT: 0 = B really follows A, 1 = B is a random segment.
@@ -135,7 +136,7 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
             "b_chunk": tf.where(is_random, random["chunk"], candidate["chunk"] + 1),
         }
 
-    return examples.map(choose, num_parallel_calls=tf.data.AUTOTUNE)
+    return static_tuning(examples.map(choose, num_parallel_calls=tf.data.AUTOTUNE))
 
 
 class _StatelessMaskValues(tf_text.MaskValuesChooser):
@@ -297,4 +298,4 @@ def bert_pretraining_dataset(
 
     examples = pairs.enumerate().map(example, num_parallel_calls=tf.data.AUTOTUNE)
     examples = examples.map(lambda x: {k: tf.cast(v, tf.int32) for k, v in x.items()})
-    return prefetched(examples.batch(batch_size, drop_remainder=True))
+    return _prefetched(examples.batch(batch_size, drop_remainder=True))

@@ -7,7 +7,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.data._tensors import dense_row
-from tfnlp.data.tuning import prefetched
+from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
@@ -230,4 +230,4 @@ def elmo_dataset(
         }
 
     dataset = texts.batch(256).map(encode, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-    return prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
+    return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))

@@ -4,7 +4,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
-from tfnlp.data.tuning import prefetched
+from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
 
 _PREPROCESS_BATCH = 256  # texts tokenized at once: vectorised, then unbatched
@@ -83,7 +83,7 @@ def classification_dataset(
     dataset = dataset.batch(_PREPROCESS_BATCH).map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = dataset.unbatch()
     if bucket_boundaries is None:
-        return prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
+        return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 
     def real_length(inputs, label):
         return tf.reduce_sum(inputs["padding_mask"])
@@ -93,7 +93,7 @@ def classification_dataset(
 
     # Bucket i holds lengths in [b_(i-1), b_i) and is padded to b_i - 1.
     edges = [b + 1 for b in bucket_boundaries] + [length + 1]
-    return prefetched(
+    return _prefetched(
         dataset.map(trim)
         .bucket_by_sequence_length(
             real_length,
@@ -138,7 +138,7 @@ def unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size=32, shuf
     batch_size = _validation.positive_int("batch_size", batch_size)
     dataset = _shuffled(pairs, shuffle_buffer, seed).batch(_PREPROCESS_BATCH)
     dataset = dataset.map(lambda s, t: preprocessor((s, t)), num_parallel_calls=tf.data.AUTOTUNE)
-    return prefetched(dataset.unbatch().batch(batch_size, drop_remainder=drop_remainder))
+    return _prefetched(dataset.unbatch().batch(batch_size, drop_remainder=drop_remainder))
 
 
 def encoder_decoder_dataset(
@@ -212,5 +212,5 @@ def encoder_decoder_dataset(
 
     dataset = _shuffled(pairs, shuffle_buffer, seed).batch(_PREPROCESS_BATCH)
     dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-    return prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
+    return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 

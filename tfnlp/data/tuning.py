@@ -7,15 +7,11 @@ buffer when the consumer finds it empty, without the autotuner's model and
 its background thread. The batches are the same either way (tfnlp's maps are
 deterministic), only the speed differs.
 
-Why (measured on a 2-core CPU, `benchmarks/README.md`, "tf.data autotuning
-under `model.fit`"): with the autotuner on, `model.fit` steps on tfnlp's
-pipelines intermittently stretched to whole multiples of about 102 ms (a
-BERT-tiny step of 62 ms took 102.3 ms for entire epochs, one of 270 ms took
-409.5 ms), and two examples ran 1.22x (BERT pretraining) and 1.12x (text
-classifier) slower end to end (`benchmarks/autotune_benchmark.py`, same
-results to the digit). Calling the same compiled train step in a loop over
-the same iterator, outside `fit`, showed no such stretching, and with the
-autotuner off `fit` never did. Machines with many cores were not measured.
+Why: under `model.fit` on a 2-core CPU, with the autotuner on, training steps
+intermittently stretched to whole multiples of about 102 ms, and a BERT-tiny
+run of the pretraining example and the text-classifier example ran 1.22x and
+1.12x slower end to end, with the same results (`benchmarks/README.md`, "tf.data
+autotuning under `model.fit`"; many-core CPUs and GPU hosts were not measured).
 
 To hand a pipeline back to the autotuner (e.g. on a large machine where you
 have measured it to help), set the option again: the latest setting wins.
@@ -58,6 +54,6 @@ def static_tuning(dataset):
     return dataset.with_options(options)
 
 
-def prefetched(dataset):
-    """The last step of every tfnlp pipeline: prefetch, statically tuned."""
+def _prefetched(dataset):
+    """The last step of tfnlp's pipelines: `prefetch(AUTOTUNE)`, then `static_tuning`."""
     return static_tuning(dataset.prefetch(tf.data.AUTOTUNE))

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
-from tfnlp.data.tuning import prefetched
+from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 
@@ -103,7 +103,7 @@ def unilm_pretraining_dataset(
         batch["objective"] = _objectives(batch_size, tf.stack([seed, tf.cast(index, tf.int32)]))
         return batch
 
-    return prefetched(batches.enumerate().map(add_objectives))
+    return _prefetched(batches.enumerate().map(add_objectives))
 
 
 def unilm_finetuning_dataset(
@@ -194,4 +194,4 @@ def unilm_finetuning_dataset(
     # yet the same `seed` gives the same sequence of epochs.
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
     seeds = seeds.map(lambda pair: pair % (2**31 - 1))
-    return prefetched(tf.data.Dataset.zip(seeds, batches).map(mask_targets))
+    return _prefetched(tf.data.Dataset.zip(seeds, batches).map(mask_targets))
