@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
 
 # CPU features that decide which kernels run (oneDNN bfloat16, AMX, VNNI).
@@ -190,3 +191,30 @@ def fresh_process_arguments(parser):
     parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # the fresh process
     parser.add_argument("--request", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default=None, help=argparse.SUPPRESS)
+
+
+def run_child(script, arguments, what, timeout, **environment):
+    """Runs `python SCRIPT ARGUMENTS` in a fresh process and returns its result.
+
+    The process gets TensorFlow's logs quiet, Keras on TensorFlow, the
+    repository importable and `environment` on top of this process's
+    variables; its last line of stdout must be a JSON object.
+
+    Args:
+        script: path of the script (a benchmark's own `__file__`).
+        arguments: list of command-line arguments.
+        what: what the process runs, for the error message.
+        timeout: seconds.
+        **environment: more environment variables.
+
+    Returns:
+        The JSON object, as a dict.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), **environment)
+    completed = subprocess.run([sys.executable, os.path.abspath(script), *arguments], env=env, cwd=root,
+                               capture_output=True, text=True, check=False, timeout=timeout)
+    if completed.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{completed.stderr[-3000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])

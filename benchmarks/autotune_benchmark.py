@@ -27,43 +27,37 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
 from _common import markdown_table, write_json  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = ("bert_pretraining", "bert_demo", "text_classifier")
 CHILD_TIMEOUT_S = 1800
 
 
-def _bert_pretraining(output):
+# The test fixture's settings, and make demo's (fewer steps).
+BERT_ARGUMENTS = {
+    "bert_pretraining": ["--vocabulary-size", "2000", "--sequence-length", "64", "--max-predictions", "10",
+                         "--steps", "800", "--steps-per-epoch", "400", "--learning-rate", "2e-3",
+                         "--max-documents", "150", "--eval-batches", "40", "--cache-batches", "400",
+                         "--shuffle-buffer", "1000"],
+    "bert_demo": ["--sequence-length", "128", "--steps", "600", "--steps-per-epoch", "300",
+                  "--learning-rate", "1e-3", "--cache-batches", "300"],
+}
+
+
+def _pretrain_bert(workload, output):
     from examples import pretrain_bert
 
-    result = pretrain_bert.main([
-        "--preset", "bert_tiny", "--vocabulary-size", "2000", "--sequence-length", "64",
-        "--max-predictions", "10", "--steps", "800", "--steps-per-epoch", "400",
-        "--learning-rate", "2e-3", "--max-documents", "150", "--eval-batches", "40",
-        "--cache-batches", "400", "--shuffle-buffer", "1000", "--output", output,
-    ])
+    result = pretrain_bert.main(["--preset", "bert_tiny", *BERT_ARGUMENTS[workload], "--output", output])
     return {"mlm_accuracy": result["mlm_accuracy"], "nsp_accuracy": result["nsp_accuracy"]}
 
 
-def _bert_demo(output):
-    from examples import pretrain_bert
-
-    result = pretrain_bert.main([
-        "--preset", "bert_tiny", "--sequence-length", "128", "--steps", "600",
-        "--steps-per-epoch", "300", "--learning-rate", "1e-3", "--cache-batches", "300",
-        "--output", output,
-    ])
-    return {"mlm_accuracy": result["mlm_accuracy"], "nsp_accuracy": result["nsp_accuracy"]}
-
-
-def _text_classifier(output):
+def _text_classifier(workload, output):
     from examples import text_classifier
 
     result = text_classifier.main(["--epochs", "3", "--logs", output])
@@ -83,25 +77,17 @@ def child(workload, autotune):
             if name.endswith("_dataset"):
                 builder = getattr(data, name)
                 setattr(data, name, lambda *a, _builder=builder, **k: _builder(*a, **k).with_options(options))
-    run = {"bert_pretraining": _bert_pretraining, "bert_demo": _bert_demo,
-           "text_classifier": _text_classifier}[workload]
+    run = _text_classifier if workload == "text_classifier" else _pretrain_bert
     with tempfile.TemporaryDirectory() as output:
         started = time.perf_counter()
-        result = run(output)
+        result = run(workload, output)
         seconds = time.perf_counter() - started
     print(json.dumps({"seconds": seconds, "result": result}))
 
 
 def run_child(workload, autotune):
-    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow",
-                       PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    completed = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", workload, "--autotune", str(int(autotune))],
-        env=environment, capture_output=True, text=True, check=False, timeout=CHILD_TIMEOUT_S, cwd=ROOT,
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"{workload} (autotune={autotune}) failed:\n{completed.stderr[-3000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return _common.run_child(__file__, ["--child", workload, "--autotune", str(int(autotune))],
+                             f"{workload} (autotune={autotune})", CHILD_TIMEOUT_S)
 
 
 def main():

@@ -40,6 +40,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
 from _common import markdown_table, write_json  # noqa: E402
 
 FAMILIES = ("bert", "seq2seq", "elmo", "matmul")
@@ -141,17 +142,9 @@ def child(family, steps, policy):
 
 
 def run_child(family, setting, steps, policy):
-    environment = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting, TF_CPP_MIN_LOG_LEVEL="2",
-                       KERAS_BACKEND="tensorflow")
-    completed = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", family, "--steps", str(steps),
-         "--policy", policy],
-        env=environment, capture_output=True, text=True, check=False, timeout=CHILD_TIMEOUT_S,
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"{family} with TF_ENABLE_ONEDNN_OPTS={setting} failed:\n"
-                           f"{completed.stderr[-3000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return _common.run_child(__file__, ["--child", family, "--steps", str(steps), "--policy", policy],
+                             f"{family} with TF_ENABLE_ONEDNN_OPTS={setting}", CHILD_TIMEOUT_S,
+                             TF_ENABLE_ONEDNN_OPTS=setting)
 
 
 def default_onednn():

@@ -27,6 +27,7 @@ def _run(*jobs):
             assert line == f"job {len(outputs)}", line
             outputs.append("")
         else:
+            assert outputs, f"output before the first job: {line}"
             outputs[-1] += line + "\n"
     assert len(outputs) == len(jobs)
     return outputs
