@@ -80,3 +80,20 @@ def test_elmo_dataset_targets_and_static_shapes():
 def test_elmo_dataset_rejects_a_vocabulary_without_specials():
     with pytest.raises(ValueError, match="word_vocabulary"):
         data.elmo_dataset(tf.data.Dataset.from_tensor_slices(["a"]), ["a", "b", "c"])
+
+
+@pytest.mark.parametrize("drop_remainder", [True, False])
+def test_elmo_dataset_knows_its_number_of_batches_when_the_sentences_count_is_known(drop_remainder):
+    sentences = [s for d in datasets.read_documents("en_novels", "validation")[:3] for s in d]
+    vocabulary = data.build_word_vocabulary(sentences, max_size=800)
+    batches = data.elmo_dataset(tf.data.Dataset.from_tensor_slices(sentences), vocabulary,
+                                sequence_length=12, max_characters=8, batch_size=16,
+                                shuffle_buffer=50, drop_remainder=drop_remainder)
+    expected = len(sentences) // 16 if drop_remainder else -(-len(sentences) // 16)
+    assert len(sentences) % 16  # the remainder matters
+    assert int(batches.cardinality()) == expected
+    assert sum(1 for _ in batches) == expected  # and it is true
+    # Documents hold an unknown number of sentences: the count stays unknown.
+    documents = data.elmo_dataset(datasets.load_documents("en_novels", "validation").take(3),
+                                  vocabulary, sequence_length=12, max_characters=8)
+    assert int(documents.cardinality()) == tf.data.UNKNOWN_CARDINALITY

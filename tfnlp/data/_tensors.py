@@ -52,3 +52,20 @@ def cut_at_character(texts, max_bytes):
         return tf.strings.substr(kept, tf.zeros_like(length), length, unit="BYTE")
 
     return tf.cond(tf.reduce_any(too_long), cut, lambda: texts)
+
+
+def unbatched(batches, examples):
+    """`batches.unbatch()`, keeping the example count of `examples` where it is known.
+
+    `unbatch` forgets the count, so Keras learned a finite pipeline's number
+    of steps only by running out of data at the end of the first epoch, and
+    said so ("Your input ran out of data; interrupting training") in every
+    `fit`. The batches hold each example of `examples` once (tokenized in
+    groups), so the count carries over; a wrong count would fail loudly in
+    `assert_cardinality`.
+    """
+    dataset = batches.unbatch()
+    count = examples.cardinality()
+    if tf.executing_eagerly() and int(count) >= 0:
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(count))
+    return dataset

@@ -7,6 +7,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.data._tensors import dense_row
+from tfnlp.data._tensors import unbatched
 from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
 
@@ -186,7 +187,9 @@ def elmo_dataset(
     Returns:
         `tf.data.Dataset` of dicts of int32: `character_ids` `(B, T, C)`;
         `padding_mask`, `word_ids`, `next_word_ids`, `next_word_weights`,
-        `previous_word_ids`, `previous_word_weights` `(B, T)`.
+        `previous_word_ids`, `previous_word_weights` `(B, T)`. Sentences
+        whose number is known (`cardinality()`) give batches whose number
+        is known, so Keras' `fit` knows its steps per epoch from the start.
     """
     sequence_length = _validation.positive_int("sequence_length", sequence_length)
     if sequence_length < 2:
@@ -229,5 +232,5 @@ def elmo_dataset(
             "previous_word_weights": has_previous,
         }
 
-    dataset = texts.batch(256).map(encode, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    dataset = unbatched(texts.batch(256).map(encode, num_parallel_calls=tf.data.AUTOTUNE), texts)
     return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))

@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp.data._tensors import unbatched
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
@@ -12,23 +13,6 @@ _PREPROCESS_BATCH = 256  # texts tokenized at once: vectorised, then unbatched
 
 def _shuffled(dataset, shuffle_buffer, seed):
     return dataset.shuffle(shuffle_buffer, seed=seed) if shuffle_buffer else dataset
-
-
-def _unbatched(batches, examples):
-    """`batches.unbatch()`, keeping the example count of `examples` where it is known.
-
-    `unbatch` forgets the count, so Keras learned a finite pipeline's number
-    of steps only by running out of data at the end of the first epoch, and
-    said so ("Your input ran out of data; interrupting training") in every
-    `fit`. The batches hold each example of `examples` once (tokenized in
-    groups), so the count carries over; a wrong count would fail loudly in
-    `assert_cardinality`.
-    """
-    dataset = batches.unbatch()
-    count = examples.cardinality()
-    if tf.executing_eagerly() and int(count) >= 0:
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(count))
-    return dataset
 
 
 def classification_dataset(
@@ -100,7 +84,7 @@ def classification_dataset(
 
     examples = _shuffled(dataset, shuffle_buffer, seed)
     dataset = examples.batch(_PREPROCESS_BATCH).map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = _unbatched(dataset, examples)
+    dataset = unbatched(dataset, examples)
     if bucket_boundaries is None:
         return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 
@@ -159,7 +143,7 @@ def unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size=32, shuf
     dataset = examples.batch(_PREPROCESS_BATCH).map(
         lambda s, t: preprocessor((s, t)), num_parallel_calls=tf.data.AUTOTUNE
     )
-    dataset = _unbatched(dataset, examples)
+    dataset = unbatched(dataset, examples)
     return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 
 
@@ -234,6 +218,6 @@ def encoder_decoder_dataset(
 
     examples = _shuffled(pairs, shuffle_buffer, seed)
     dataset = examples.batch(_PREPROCESS_BATCH).map(encode, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = _unbatched(dataset, examples)
+    dataset = unbatched(dataset, examples)
     return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 
