@@ -90,7 +90,7 @@ def main(argv=None):
         metrics=["accuracy"],
     )
     model.fit(batches(train, True), validation_data=batches(validation, False),
-              epochs=args.epochs, verbose=2)
+              epochs=args.epochs, verbose=2, shuffle=False)
 
     _, accuracy = model.evaluate(batches(test, False), verbose=0)
     test_labels = np.array([int(label) for _, label in test])

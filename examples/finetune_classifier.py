@@ -55,7 +55,8 @@ def train_classifier(backbone, preprocessor, args, seed, run_name):
         optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps))
     )
     callbacks = [keras.callbacks.TensorBoard(os.path.join(args.logs, run_name))]
-    classifier.fit(train, validation_data=validation, epochs=args.epochs, verbose=2, callbacks=callbacks)
+    classifier.fit(train, validation_data=validation, epochs=args.epochs, verbose=2, callbacks=callbacks,
+                   shuffle=False)  # the pipeline shuffles (Keras 3.15 warns at its default True)
     test = data.classification_dataset(
         datasets.load_fine_food_reviews("test"), preprocessor, args.batch_size, drop_remainder=False
     )

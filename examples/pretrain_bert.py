@@ -22,6 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from tfnlp import data, datasets, models, training  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 
 def parse_args(argv):
@@ -75,6 +76,11 @@ def main(argv=None):
         train = train.take(args.cache_batches).cache().repeat()
     held_out = batches(datasets.load_documents("en_novels", "validation"), 1, repeat=False)
     held_out = held_out.take(args.eval_batches).cache()
+    # How many batches the held-out pairs make is known only by building them:
+    # count them once (this fills the cache), so that Keras knows the
+    # validation steps instead of warning that its input ran out of data.
+    count = held_out.reduce(np.int64(0), lambda count, _: count + 1)
+    held_out = held_out.apply(tf.data.experimental.assert_cardinality(count))
 
     backbone = models.BertBackbone.from_preset(
         args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
@@ -92,6 +98,7 @@ def main(argv=None):
         steps_per_epoch=min(args.steps, args.steps_per_epoch),
         epochs=epochs,
         validation_data=held_out,
+        shuffle=False,  # the pipeline shuffles (Keras 3.15 warns at its default True)
         callbacks=[
             keras.callbacks.TensorBoard(os.path.join(args.output, "logs")),
             training.AttentionImages(

@@ -118,7 +118,8 @@ def main(argv=None):
     ]
     train_start = time.time()
     history = bilm.fit(train_batches, validation_data=validation, epochs=args.epochs,
-                       steps_per_epoch=args.steps_per_epoch, callbacks=callbacks, verbose=2)
+                       steps_per_epoch=args.steps_per_epoch, callbacks=callbacks, verbose=2,
+                       shuffle=False)
     train_seconds = time.time() - train_start
 
     metrics = bilm.evaluate(test, return_dict=True, verbose=0)

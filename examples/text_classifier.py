@@ -129,7 +129,7 @@ def main(argv=None):
         keras.callbacks.EarlyStopping("val_loss", patience=2, restore_best_weights=True),
     ]
     history = classifier.fit(train_batches, validation_data=batches("validation"),
-                             epochs=args.epochs, callbacks=callbacks, verbose=2)
+                             epochs=args.epochs, callbacks=callbacks, verbose=2, shuffle=False)
 
     predictions = classifier.predict(batches("test"), verbose=0).argmax(-1)
     majority_class = int(np.mean(labels) >= 0.5)  # the most frequent training label

@@ -112,7 +112,7 @@ def main(argv=None):
     )
     callbacks = [keras.callbacks.TensorBoard(os.path.join(args.output, "logs"))]
     history = model.fit(train, validation_data=validation, epochs=args.epochs, verbose=2,
-                        callbacks=callbacks)
+                        callbacks=callbacks, shuffle=False)
     train_seconds = time.time() - started
 
     sources = [s for s, _ in test_pairs]

@@ -125,7 +125,7 @@ def classify(backbone, tokenizer, args):
 
     classifier = models.BertClassifier(backbone.to_bert(), num_classes=2)
     classifier.compile(optimizer=adamw(args, args.classifier_epochs * 112))
-    classifier.fit(split("train", True), epochs=args.classifier_epochs, verbose=2)
+    classifier.fit(split("train", True), epochs=args.classifier_epochs, verbose=2, shuffle=False)
     labels = [y for _, y in datasets.read_fine_food_reviews("test")]
     accuracy = classifier.evaluate(split("test", False), return_dict=True, verbose=0)["accuracy"]
     return accuracy, max(np.mean(labels), 1 - np.mean(labels))
@@ -144,7 +144,7 @@ def main(argv=None):
             datasets.load_documents("en_novels", "train").repeat(), tokenizer, 128,
             batch_size=args.batch_size).map(models.unilm_batch)
         model.compile(optimizer=adamw(args, args.pretrain_steps))
-        model.fit(batches, steps_per_epoch=args.pretrain_steps, epochs=1, verbose=2,
+        model.fit(batches, steps_per_epoch=args.pretrain_steps, epochs=1, verbose=2, shuffle=False,
                   callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "pretrain"))])
 
     pairs = datasets.read_text_pairs("bible_archaic_modern", "train")[: args.max_train_pairs]
@@ -154,7 +154,7 @@ def main(argv=None):
         batch_size=args.batch_size, shuffle_buffer=len(pairs),
     ).map(models.unilm_batch)
     model.compile(optimizer=adamw(args, args.epochs * (len(pairs) // args.batch_size)))
-    model.fit(train, epochs=args.epochs, verbose=2,
+    model.fit(train, epochs=args.epochs, verbose=2, shuffle=False,
               callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "finetune"))])
     train_seconds = time.time() - started
 
