@@ -16,6 +16,13 @@ time (> 1: tfnlp faster), and model-FLOPs utilisation (MFU): the model's
 matmul FLOPs per second over the matmul peak of the same dtype measured at
 the end of the same run (`machine_benchmark.matmul_peak_gflops`).
 
+Both sides share the process and so run on the same TensorFlow kernels.
+TensorFlow is imported here before tfnlp, so the run keeps TensorFlow's own
+oneDNN default: on for CPUs with deep-learning instructions (AVX-512 VNNI or
+BF16, AMX), off on AVX2-only CPUs, where tfnlp imported first would turn it
+on. Set `TF_ENABLE_ONEDNN_OPTS=1` to compare both at tfnlp's default there
+(benchmarks/README.md, "oneDNN on CPUs where TensorFlow leaves it off").
+
 `--profile` instead traces a few training steps of each side with the
 TensorFlow profiler and prints where the time goes, by part of the model
 (the vocabulary projection, the loss, the optimizer, dropout, attention,
