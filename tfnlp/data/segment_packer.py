@@ -78,6 +78,16 @@ class SegmentPacker(PreprocessingLayer):
             for s in segments
         ]
         segments = [tf.cast(s, tf.int32) for s in segments]
+        if len(segments) == 2 and not tf.executing_eagerly():
+            # Static batch sizes were compared above; unknown ones (a
+            # SavedModel signature, a tf.data map) are compared when run,
+            # before the trimmer fails on them with a shape error of its own.
+            check = tf.debugging.assert_equal(
+                segments[0].nrows(), segments[1].nrows(),
+                message="`inputs[0]` and `inputs[1]` must hold the same number of rows",
+            )
+            with tf.control_dependencies([check]):
+                segments = [tf.identity(s) for s in segments]
         budget = self.sequence_length - 1 - len(segments)
         # No segment keeps more than `budget` tokens: cut there first, which
         # changes nothing below but keeps the trimmer's work (a loop over the

@@ -5,26 +5,30 @@ import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.export._common import check_preprocessor
+from tfnlp.export._common import pair_texts
 from tfnlp.export._common import save
+from tfnlp.export._common import takes_pairs
 from tfnlp.layers import _validation
 
 
 class BackboneServingModule(tf.Module):
     """Text in, BERT features out.
 
-    Signatures: `serving_default(text)` and `encode_pairs(text_a, text_b)`,
-    both returning `pooled_output` `(B, H)`, `sequence_output` `(B, L, H)`
+    Signatures: `serving_default(text)` and `encode_pairs(text_a, text_b)`
+    (exported only for a backbone with 2 or more segments; `text_a` and
+    `text_b` must hold the same number of texts), both returning `pooled_output` `(B, H)`, `sequence_output` `(B, L, H)`
     (float32) and `padding_mask` int32 `(B, L)` (1 on real tokens; the
     outputs at padding are meaningless).
 
     Args:
         backbone: a `BertBackbone`.
-        preprocessor: its `BertPreprocessor`.
+        preprocessor: its `BertPreprocessor` (its tokenizer must have the
+            backbone's vocabulary size).
     """
 
     def __init__(self, backbone, preprocessor):
         super().__init__(name="backbone_serving")
-        check_preprocessor(preprocessor)
+        check_preprocessor(preprocessor, backbone)
         self.backbone = backbone
         self.preprocessor = preprocessor
 
@@ -47,7 +51,7 @@ class BackboneServingModule(tf.Module):
         ]
     )
     def encode_pairs(self, text_a, text_b):
-        return self._encode(self.preprocessor((text_a, text_b)))
+        return self._encode(self.preprocessor(pair_texts(text_a, text_b)))
 
 
 MASK = "[MASK]"
@@ -95,17 +99,21 @@ class FillMaskServingModule(tf.Module):
 
     Args:
         pretrainer: a `BertPretrainer`.
-        preprocessor: its `BertPreprocessor`.
-        top_k: int, candidates per mask.
+        preprocessor: its `BertPreprocessor` (its tokenizer must have the
+            model's vocabulary size).
+        top_k: int, candidates per mask (at most the vocabulary size).
         max_masks: int, masks answered per text.
     """
 
     def __init__(self, pretrainer, preprocessor, top_k=5, max_masks=8):
         super().__init__(name="fill_mask_serving")
-        check_preprocessor(preprocessor)
+        check_preprocessor(preprocessor, pretrainer)
         self.pretrainer = pretrainer
         self.preprocessor = preprocessor
         self.top_k = _validation.positive_int("top_k", top_k)
+        size = preprocessor.tokenizer.vocabulary_size()
+        if self.top_k > size:
+            raise ValueError(f"`top_k` must be at most the vocabulary size ({size}), got {top_k}.")
         self.max_masks = _validation.positive_int("max_masks", max_masks)
         self.vocabulary = tf.constant(preprocessor.tokenizer.get_vocabulary())
 
@@ -167,10 +175,10 @@ def export_backbone(backbone, preprocessor, export_dir, version=1):
     TensorShape([1, 128])
     """
     module = BackboneServingModule(backbone, preprocessor)
-    return save(
-        module, export_dir, version,
-        {"serving_default": module.encode, "encode_pairs": module.encode_pairs},
-    )
+    signatures = {"serving_default": module.encode}
+    if takes_pairs(backbone):
+        signatures["encode_pairs"] = module.encode_pairs
+    return save(module, export_dir, version, signatures)
 
 
 def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8, version=1):

@@ -3,7 +3,9 @@
 import tensorflow as tf
 
 from tfnlp.export._common import check_preprocessor
+from tfnlp.export._common import pair_texts
 from tfnlp.export._common import save
+from tfnlp.export._common import takes_pairs
 
 
 class ClassifierServingModule(tf.Module):
@@ -13,7 +15,8 @@ class ClassifierServingModule(tf.Module):
     still give a valid answer, see `WordPieceTokenizer`):
 
     - `serving_default(text)`: `text` `tf.string (B,)`.
-    - `classify_pairs(text_a, text_b)`: two `tf.string (B,)`.
+    - `classify_pairs(text_a, text_b)`: two `tf.string (B,)` (exported
+      only for a classifier with 2 or more segments).
 
     Both return `probabilities` float32 `(B, num_classes)`, `label_id` int32
     `(B,)` and `label` `tf.string (B,)` (the name of the most probable class).
@@ -27,13 +30,14 @@ class ClassifierServingModule(tf.Module):
         classifier: a Keras model taking the preprocessor's dict and
             returning logits `(B, num_classes)`, or probabilities if its
             `activation` attribute is `"softmax"`.
-        preprocessor: the `BertPreprocessor` the classifier was trained with.
+        preprocessor: the `BertPreprocessor` the classifier was trained
+            with; its tokenizer must have the model's vocabulary size.
         labels: class names, one per class.
     """
 
     def __init__(self, classifier, preprocessor, labels):
         super().__init__(name="classifier_serving")
-        check_preprocessor(preprocessor)
+        check_preprocessor(preprocessor, classifier)
         num_classes = classifier.outputs[0].shape[-1]
         labels = [str(label) for label in labels]
         if len(labels) != num_classes:
@@ -64,7 +68,7 @@ class ClassifierServingModule(tf.Module):
         ]
     )
     def classify_pairs(self, text_a, text_b):
-        return self._predict(self.preprocessor((text_a, text_b)))
+        return self._predict(self.preprocessor(pair_texts(text_a, text_b)))
 
 
 def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
@@ -99,7 +103,7 @@ def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
     TensorShape([2, 2])
     """
     module = ClassifierServingModule(classifier, preprocessor, labels)
-    return save(
-        module, export_dir, version,
-        {"serving_default": module.classify, "classify_pairs": module.classify_pairs},
-    )
+    signatures = {"serving_default": module.classify}
+    if takes_pairs(classifier):
+        signatures["classify_pairs"] = module.classify_pairs
+    return save(module, export_dir, version, signatures)
