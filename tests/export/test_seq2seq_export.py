@@ -110,9 +110,15 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
     too_short = 2 if isinstance(model, models.UniLM) else 1  # no room for a token
     with pytest.raises(ValueError, match="source_length"):
         export.export_seq2seq(model, source, target, str(tmp_path), too_short, 9)
-    if isinstance(model, models.UniLM):
-        with pytest.raises(ValueError, match="position table"):
-            export.export_seq2seq(model, source, target, str(tmp_path), 20, 20)
+    with pytest.raises(ValueError, match="`length_penalty` must be a finite float"):
+        export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9,
+                              beam_size=2, length_penalty=float("nan"))
+    if isinstance(model, models.UniLM):  # a position table of 32
+        for max_length in (20, np.int64(13)):  # NumPy ints were let through, to fail on requests
+            with pytest.raises(ValueError, match="position table"):
+                export.export_seq2seq(model, source, target, str(tmp_path), 20, max_length)
+        # The last [MASK] of a full-length source sits at position 20 + 12 - 1 = 31.
+        export.Seq2SeqServingModule(model, source, target, 20, 12)
 
 
 def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_path):

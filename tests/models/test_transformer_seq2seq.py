@@ -209,12 +209,32 @@ def test_bad_config(overrides, message):
         (SOURCE, {"max_length": 0}, "max_length"),
         (SOURCE, {"start_id": -1}, "start_id"),
         (SOURCE, {"length_penalty": None}, "length_penalty"),
+        # NaN or infinite exponents made every score NaN or 0 (empty, unranked outputs).
+        (SOURCE, {"length_penalty": float("nan"), "beam_size": 2}, "finite"),
+        (SOURCE, {"length_penalty": float("inf"), "beam_size": 2}, "finite"),
+        # A (B, 1) or (1, S) mask broadcast over the keys.
+        (SOURCE, {"encoder_padding_mask": tf.ones((2, 1), tf.int32)},
+         r"`encoder_padding_mask` must have the shape of `encoder_token_ids` \(2, 8\)"),
+        (SOURCE, {"encoder_padding_mask": tf.ones((1, 8), tf.int32)}, "encoder_padding_mask"),
     ],
 )
 def test_bad_generate_arguments(source, settings, message):
     arguments = {"start_id": START, "end_id": END, **settings}
     with pytest.raises(ValueError, match=message):
         tiny().generate(source, **arguments)
+
+
+def test_a_mask_of_another_shape_fails_when_run_inside_a_function():
+    model = tiny()
+    traced = tf.function(
+        lambda source, mask: model.generate(source, mask, start_id=START, end_id=END, max_length=3),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
+    )
+    np.testing.assert_array_equal(traced(SOURCE, SOURCE_MASK)["token_ids"],
+                                  model.generate(SOURCE, SOURCE_MASK, start_id=START, end_id=END,
+                                                 max_length=3)["token_ids"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="encoder_padding_mask"):
+        traced(SOURCE, SOURCE_MASK[:, :1])
 
 
 def test_unknown_preset():

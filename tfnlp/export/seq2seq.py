@@ -1,5 +1,7 @@
 """Encoder-decoder model -> SavedModel that turns raw text into generated text."""
 
+import numbers
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -35,7 +37,8 @@ class Seq2SeqServingModule(tf.Module):
         target_tokenizer: `WordPieceTokenizer` of the target (the same object
             for a shared vocabulary).
         source_length: int, the longest source in tokens, end token included.
-        max_length: int, the most tokens generated.
+        max_length: int, the most tokens generated. For a UniLM,
+            `source_length + max_length` must fit its position table.
         beam_size: int, 1 for greedy search.
         length_penalty: float, GNMT's alpha (beam search).
         no_repeat_ngram_size: int, 0 (off) or e.g. 3 for trigram blocking.
@@ -87,11 +90,11 @@ class Seq2SeqServingModule(tf.Module):
                 f"`source_length` must leave room for one token besides [CLS]/[SEP], got "
                 f"{source_length}."
             )
-        if self.is_unilm and isinstance(max_length, int):
+        if self.is_unilm and isinstance(max_length, numbers.Integral):
             table = model.backbone.max_sequence_length
-            if self.source_length + max_length + 1 > table:
+            if self.source_length + max_length > table:  # the last [MASK]'s position + 1
                 raise ValueError(
-                    f"`source_length` ({source_length}) + `max_length` ({max_length}) + 1 "
+                    f"`source_length` ({source_length}) + `max_length` ({max_length}) "
                     f"exceeds the UniLM position table ({table})."
                 )
         first = {"mask_id": target_tokenizer.mask_id} if self.is_unilm else {

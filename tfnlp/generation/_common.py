@@ -1,5 +1,6 @@
 """What greedy and beam search share: argument checks, n-gram blocking."""
 
+import math
 import numbers
 
 import tensorflow as tf
@@ -28,6 +29,21 @@ def check_arguments(max_length, no_repeat_ngram_size, **token_ids):
             f"{no_repeat_ngram_size!r}."
         )
     return max_length
+
+
+def check_length_penalty(length_penalty):
+    """`length_penalty` as a float; a bool, a non-number, NaN or an infinity is refused.
+
+    (A NaN or infinite exponent turned every score into NaN or 0, so beam
+    search returned empty, unranked hypotheses.)
+    """
+    if (
+        isinstance(length_penalty, bool)
+        or not isinstance(length_penalty, numbers.Real)
+        or not math.isfinite(length_penalty)
+    ):
+        raise ValueError(f"`length_penalty` must be a finite float, got {length_penalty!r}.")
+    return float(length_penalty)
 
 
 def resolve_jit_compile(jit_compile):

@@ -103,9 +103,7 @@ def beam_search(
     end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
     step_fn = _common.checked_step(step_fn, end_id)
     beam_size = _validation.positive_int("beam_size", beam_size)
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
-        raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
-    alpha = float(length_penalty)
+    alpha = _common.check_length_penalty(length_penalty)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
     k = beam_size

@@ -1,7 +1,5 @@
 """What every model's `generate` shares: checks, tracing once per setting, search choice."""
 
-import numbers
-
 import tensorflow as tf
 
 from tfnlp.generation import _common
@@ -11,7 +9,13 @@ from tfnlp.layers import _validation
 
 
 def check_source(token_ids, padding_mask, name):
-    """`(token_ids, padding_mask)` as int32 `(B, S)`, or a ValueError naming `name`."""
+    """`(token_ids, padding_mask)` as int32 `(B, S)`, or a ValueError naming `name`.
+
+    The mask (named like `name`, `..._padding_mask`) must have the ids'
+    shape: a `(B, 1)` or `(1, S)` mask would otherwise broadcast. Shapes
+    unknown when traced are compared when run (a `tf.debugging` assertion,
+    which XLA compiles out).
+    """
     token_ids = tf.convert_to_tensor(token_ids)
     if not token_ids.dtype.is_integer or token_ids.shape.rank != 2:
         raise ValueError(
@@ -20,7 +24,17 @@ def check_source(token_ids, padding_mask, name):
         )
     token_ids = tf.cast(token_ids, tf.int32)
     if padding_mask is None:
-        padding_mask = tf.ones_like(token_ids)
+        return token_ids, tf.ones_like(token_ids)
+    padding_mask = tf.convert_to_tensor(padding_mask)
+    mask_name = name.replace("token_ids", "padding_mask")
+    message = f"`{mask_name}` must have the shape of `{name}`"
+    if not padding_mask.shape.is_compatible_with(token_ids.shape):
+        raise ValueError(f"{message} {token_ids.shape}, got {padding_mask.shape}.")
+    if not (padding_mask.shape.is_fully_defined() and token_ids.shape.is_fully_defined()):
+        check = tf.debugging.assert_equal(tf.shape(padding_mask), tf.shape(token_ids),
+                                          message=message)
+        with tf.control_dependencies([check]):
+            padding_mask = tf.identity(padding_mask)
     return token_ids, tf.cast(tf.cast(padding_mask, tf.bool), tf.int32)
 
 
@@ -38,11 +52,16 @@ class CompiledSearch:
         initial_state_fn: `(source_ids, source_mask, max_length, use_cache,
             **model_ids) -> (state, context)`, e.g. the model's
             `initial_decoding_state`.
+        check_fn: optional `(source_ids, source_mask, max_length, use_cache)`
+            called after the settings are checked, on eager sources only: a
+            model's checks of the data against the settings that must not
+            depend on graph assertions (XLA compiles those out).
     """
 
-    def __init__(self, step_fn, initial_state_fn):
+    def __init__(self, step_fn, initial_state_fn, check_fn=None):
         self.step_fn = step_fn
         self.initial_state_fn = initial_state_fn
+        self.check_fn = check_fn
         self.by_setting = {}
 
     def run(self, source_ids, source_mask, *, start_id, end_id, max_length, beam_size,
@@ -56,9 +75,10 @@ class CompiledSearch:
         max_length, no_repeat_ngram_size = int(max_length), int(no_repeat_ngram_size)
         beam_size = _validation.positive_int("beam_size", beam_size)
         jit_compile = _common.resolve_jit_compile(jit_compile)
-        if isinstance(length_penalty, bool) or not isinstance(length_penalty, numbers.Real):
-            raise ValueError(f"`length_penalty` must be a float, got {length_penalty!r}.")
-        key = (max_length, beam_size, float(length_penalty), no_repeat_ngram_size, start_id,
+        length_penalty = _common.check_length_penalty(length_penalty)
+        if self.check_fn is not None and tf.executing_eagerly():
+            self.check_fn(source_ids, source_mask, max_length, bool(use_cache))
+        key = (max_length, beam_size, length_penalty, no_repeat_ngram_size, start_id,
                end_id, pad_id, bool(use_cache), jit_compile, tuple(sorted(ids.items())))
         function = self.by_setting.get(key)
         if function is None:

@@ -61,7 +61,9 @@ class MultiHeadAttention(keras.layers.Layer):
     once with `compute_key_value_cache`). Caching needs `value_dim == key_dim`.
     With a cache, the implicit masks of `value` and `key` are not used (they
     describe the new tokens, not the cache slots): hide padded slots with
-    `attention_mask`. Writing past slot `S_max - 1` is an error.
+    `attention_mask`. Writing past slot `S_max - 1` is an error (an
+    `InvalidArgumentError`; XLA compiles the assertion out, and there the
+    tokens past the last slot are dropped).
 
     Args:
         num_heads: int, number of attention heads `H`.

@@ -108,7 +108,7 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
         logits = self.masked_lm_head(sequence, masked_positions=inputs["masked_positions"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self._generate_functions = CompiledSearch(
-            self.decoding_step, self.initial_decoding_state
+            self.decoding_step, self.initial_decoding_state, self._check_positions
         )
 
     def _checked_inputs(self, inputs):
@@ -237,16 +237,13 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
         generation_common.check_arguments(max_length, 0, mask_id=mask_id)
         batch_size, source_length = tf.unstack(tf.shape(source_token_ids))
         lengths = tf.reduce_sum(source_padding_mask, axis=1)
-        checks = [
-            tf.debugging.assert_less_equal(
-                source_length + max_length + 1, self.backbone.max_sequence_length,
-                message=(
-                    "UniLM.generate: source length + max_length + 1 exceeds the position table "
-                    f"(max_sequence_length={self.backbone.max_sequence_length})"
-                ),
-            )
-        ]
-        with tf.control_dependencies(checks):
+        needed, what = self._positions_needed(source_padding_mask, max_length, use_cache)
+        check = tf.debugging.assert_less_equal(
+            needed, self.backbone.max_sequence_length,
+            message=f"UniLM.generate: {what} exceeds the position table "
+                    f"(max_sequence_length={self.backbone.max_sequence_length})",
+        )
+        with tf.control_dependencies([check]):
             lengths = tf.identity(lengths)
         context = {"source_lengths": lengths, "source_padding_mask": source_padding_mask,
                    "source_token_ids": source_token_ids,
@@ -270,6 +267,33 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
         _, caches = self._run_blocks(x, mask, tuple(zeros for _ in self.backbone.transformer_layers),
                                      0)
         return {"caches": caches}, context
+
+    @staticmethod
+    def _positions_needed(source_padding_mask, max_length, use_cache):
+        """`(positions, what)`: the position table a decoding needs, and what that is.
+
+        With the cache the last `[MASK]` sits at position `L + max_length - 1`
+        (`L` the longest real source, `[CLS] S [SEP]`), as in training's
+        packing `[CLS] S [SEP] T`: padding after the source costs nothing.
+        Without, the packed `S + max_length + 1` columns go through the
+        backbone.
+        """
+        if use_cache:
+            lengths = tf.reduce_sum(source_padding_mask, axis=1)
+            longest = tf.reduce_max(tf.concat([lengths, [0]], axis=0))
+            return longest + max_length, "the longest real source + max_length"
+        width = tf.shape(source_padding_mask)[1]
+        return width + max_length + 1, "source width + max_length + 1 (no cache)"
+
+    def _check_positions(self, source_token_ids, source_padding_mask, max_length, use_cache):
+        """`generate`'s position-table check, on the host (XLA compiles assertions out)."""
+        needed, what = self._positions_needed(source_padding_mask, max_length, use_cache)
+        table = self.backbone.max_sequence_length
+        if int(needed) > table:
+            raise ValueError(
+                f"UniLM.generate: {what} ({int(needed)}) exceeds the position table "
+                f"(max_sequence_length={table})."
+            )
 
     def decoding_step(self, token_ids, index, state, context):
         """Logits `(B, V)` of target token `index`, given target token `index - 1`.
@@ -358,6 +382,11 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
             end_id: int, the token ending a target (`[SEP]`).
             mask_id: int, the `[MASK]` token.
             max_length: int, the most tokens generated (end token included).
+                The longest real source + `max_length` must fit the position
+                table (`max_sequence_length`; without the cache: the source
+                width + `max_length` + 1), else a ValueError (an
+                `InvalidArgumentError` at run time when called inside a
+                `tf.function`, unchecked inside an XLA-compiled one).
             beam_size: int.
             length_penalty: float, GNMT's alpha (beam search).
             no_repeat_ngram_size: int, 3 for UniLM's trigram blocking.
