@@ -373,8 +373,12 @@ CASES = [
     init(D.WordPieceTokenizer, TypeError, r"`vocabulary` must hold strings, got 5", VOCABULARY + [5]),
     init(D.WordPieceTokenizer, ValueError, r"`vocabulary` has duplicated tokens",
          VOCABULARY + ["good"]),
-    init(D.WordPieceTokenizer, ValueError, r"`max_input_bytes` must be a positive int, got 0",
+    init(D.WordPieceTokenizer, ValueError, r"`max_input_bytes` must be a positive integer, got 0",
          VOCABULARY, max_input_bytes=0),
+    # TensorFlow counts string bytes in int32: 2**32 + 5 cut texts to 5 bytes.
+    init(D.WordPieceTokenizer, ValueError, r"`max_input_bytes` must be at most 2147483647 "
+         r"\(TensorFlow counts a string's bytes in int32\), got 4294967301",
+         VOCABULARY, max_input_bytes=2**32 + 5),
     call(D.WordPieceTokenizer, TypeError, r"`inputs` must be tf.string, got int32",
          lambda: _layer("tokenizer")(tf.constant([1, 2]))),
     call(D.WordPieceTokenizer, TypeError, r"`token_ids` must be an integer tensor, got dtype "

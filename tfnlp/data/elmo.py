@@ -68,7 +68,7 @@ def sentence_tokens(texts, max_tokens, max_input_bytes=100_000):
     max_tokens = _validation.positive_int("max_tokens", max_tokens)
     if max_tokens < 2:
         raise ValueError(f"`max_tokens` must be at least 2 (<S> and </S>), got {max_tokens}.")
-    max_input_bytes = _validation.positive_int("max_input_bytes", max_input_bytes)
+    max_input_bytes = _validation.max_input_bytes(max_input_bytes)
     words = split_words(cut_at_character(texts, max_input_bytes))[:, : max_tokens - 2]
     count = words.nrows()
     return tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
@@ -195,7 +195,7 @@ def elmo_dataset(
     if sequence_length < 2:
         raise ValueError(f"`sequence_length` must be at least 2, got {sequence_length}.")
     batch_size = _validation.positive_int("batch_size", batch_size)
-    max_input_bytes = _validation.positive_int("max_input_bytes", max_input_bytes)
+    max_input_bytes = _validation.max_input_bytes(max_input_bytes)
     if list(word_vocabulary[:3]) != [BOS, EOS, UNK]:
         raise ValueError(f"`word_vocabulary` must start with {[BOS, EOS, UNK]}.")
     table = tf.lookup.StaticHashTable(

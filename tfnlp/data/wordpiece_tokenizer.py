@@ -35,7 +35,8 @@ class WordPieceTokenizer(PreprocessingLayer):
             contain `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
         lower_case: bool, lower-case and strip accents (uncased BERT).
         max_input_bytes: int, the longest text tokenized, in bytes of the input
-            (before invalid UTF-8 is replaced: each bad byte becomes 3).
+            (before invalid UTF-8 is replaced: each bad byte becomes 3); at
+            most 2**31 - 1.
         **kwargs: base layer arguments (`name`, ...).
 
     Call arguments:
@@ -67,8 +68,7 @@ class WordPieceTokenizer(PreprocessingLayer):
             raise ValueError(f"`vocabulary` lacks the special tokens {missing}.")
         if len(set(vocabulary)) != len(vocabulary):
             raise ValueError("`vocabulary` has duplicated tokens.")
-        if isinstance(max_input_bytes, bool) or not isinstance(max_input_bytes, int) or max_input_bytes <= 0:
-            raise ValueError(f"`max_input_bytes` must be a positive int, got {max_input_bytes!r}.")
+        max_input_bytes = _validation.max_input_bytes(max_input_bytes)
         self.vocabulary = vocabulary
         self.lower_case = bool(lower_case)
         self.max_input_bytes = max_input_bytes

@@ -86,7 +86,7 @@ class ELMoServingModule(tf.Module):
             name="elmo_serving_graph",
         )
         self.max_characters = bilm.max_characters
-        self.max_input_bytes = _validation.positive_int("max_input_bytes", max_input_bytes)
+        self.max_input_bytes = _validation.max_input_bytes(max_input_bytes)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):

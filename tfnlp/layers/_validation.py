@@ -26,6 +26,20 @@ def positive_int(name, value, allow_none=False):
     return int(value)
 
 
+MAX_TEXT_BYTES = 2**31 - 1  # tf.strings counts bytes in int32
+
+
+def max_input_bytes(value, name="max_input_bytes"):
+    """Returns `value` if it is a positive int that TensorFlow's string ops can count to."""
+    value = positive_int(name, value)
+    if value > MAX_TEXT_BYTES:
+        raise ValueError(
+            f"`{name}` must be at most {MAX_TEXT_BYTES} (TensorFlow counts a string's bytes in "
+            f"int32), got {value}."
+        )
+    return value
+
+
 def non_negative_int(name, value):
     """Returns `value` if it is an int >= 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
