@@ -243,11 +243,11 @@ def export(settings):
             path = export_lib.export_backbone(model.backbone, preprocessor, settings["output"],
                                               version=settings["version"])
         else:  # unilm: text to text
-            # Source, generated text and the [MASK] slot share the position table.
+            # Source and generated text share the position table.
             length = trained["sequence_length"]
             path = export_lib.export_seq2seq(model, tokenizer, tokenizer, settings["output"],
                                              source_length=length // 2,
-                                             max_length=length - length // 2 - 1,
+                                             max_length=length - length // 2,
                                              version=settings["version"])
     print(f"SavedModel written to {path}")
     return 0

@@ -118,7 +118,9 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
             with pytest.raises(ValueError, match="position table"):
                 export.export_seq2seq(model, source, target, str(tmp_path), 20, max_length)
         # The last [MASK] of a full-length source sits at position 20 + 12 - 1 = 31.
-        export.Seq2SeqServingModule(model, source, target, 20, 12)
+        module = export.Seq2SeqServingModule(model, source, target, 20, 12)
+        outputs = module.generate(tf.constant([" ".join(["the"] * 40), "a"]))
+        assert outputs["token_ids"].shape == (2, 12)
 
 
 def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_path):

@@ -169,7 +169,7 @@ def test_generate_traces_once_and_rejects_bad_arguments():
 def test_generation_needs_the_position_table_for_the_real_source_only():
     """The last [MASK] sits at L + max_length - 1, as in training's [CLS] S [SEP] T."""
     model = unilm_model()  # a table of 40 positions; SOURCES' longest real source: L = 5
-    padded = tf.pad(SOURCES, [[0, 0], [0, 29]])  # width 35
+    padded = tf.pad(SOURCES, [[0, 0], [0, 39]])  # width 45, wider than the table
     common = {"end_id": 1, "mask_id": MASK}  # an end id never produced: all 35 tokens
     fits = model.generate(padded, padded > 0, max_length=35, **common)  # 5 + 35 = 40
     assert fits["token_ids"].shape == (2, 35)
@@ -177,11 +177,12 @@ def test_generation_needs_the_position_table_for_the_real_source_only():
     np.testing.assert_array_equal(fits["token_ids"], short["token_ids"])  # padding costs nothing
     np.testing.assert_allclose(fits["scores"], short["scores"], atol=1e-5)
     for settings in ({"max_length": 36}, {"max_length": 36, "jit_compile": True},
-                     {"max_length": 5, "use_cache": False}):  # no cache: 35 + 5 + 1 columns
+                     {"max_length": 1, "use_cache": False}):  # no cache: 45 + 1 + 1 columns
         with pytest.raises(ValueError, match="exceeds the position table"):
             model.generate(padded, padded > 0, **common, **settings)
     # Inside a tf.function the same check runs as an assertion (XLA compiles it out).
-    traced = tf.function(lambda source: model.generate(source, source > 0, max_length=36, **common))
+    traced = tf.function(lambda source: model.generate(source, source > 0, max_length=36,
+                                                       jit_compile=False, **common))
     with pytest.raises(tf.errors.InvalidArgumentError, match="exceeds the position table"):
         traced(padded)
 

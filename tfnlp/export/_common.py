@@ -21,19 +21,20 @@ def model_setting(model, name):
 def check_preprocessor(preprocessor, model):
     """Refuses a preprocessor that is not a `BertPreprocessor` or does not fit `model`.
 
-    Its tokenizer must have the model's vocabulary size (where the model,
-    or its backbone, has a `vocabulary_size`): a tokenizer with more tokens
-    would serve some texts and fail on others, one with fewer usually
-    means the wrong vocabulary file.
+    Its tokenizer may not have more tokens than the model's vocabulary
+    (where the model, or its backbone, has a `vocabulary_size`): the
+    export would serve some texts and fail on others with out-of-range
+    ids. Fewer is allowed: some released checkpoints pad their embedding
+    table beyond their `vocab.txt` (`models.bert_checkpoints`).
     """
     if not isinstance(preprocessor, BertPreprocessor):
         raise ValueError(f"`preprocessor` must be a BertPreprocessor, got {type(preprocessor).__name__}.")
     size = model_setting(model, "vocabulary_size")
     tokens = preprocessor.tokenizer.vocabulary_size()
-    if size is not None and tokens != size:
+    if size is not None and tokens > size:
         raise ValueError(
             f"`preprocessor`'s tokenizer has {tokens} tokens but the model's vocabulary has "
-            f"{size}: export with the vocabulary the model was trained with."
+            f"only {size}: export with the vocabulary the model was trained with."
         )
 
 

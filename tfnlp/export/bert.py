@@ -22,8 +22,8 @@ class BackboneServingModule(tf.Module):
 
     Args:
         backbone: a `BertBackbone`.
-        preprocessor: its `BertPreprocessor` (its tokenizer must have the
-            backbone's vocabulary size).
+        preprocessor: its `BertPreprocessor` (its tokenizer may not have
+            more tokens than the backbone's vocabulary).
     """
 
     def __init__(self, backbone, preprocessor):
@@ -99,8 +99,9 @@ class FillMaskServingModule(tf.Module):
 
     Args:
         pretrainer: a `BertPretrainer`.
-        preprocessor: its `BertPreprocessor` (its tokenizer must have the
-            model's vocabulary size).
+        preprocessor: its `BertPreprocessor` (its tokenizer may not have
+            more tokens than the model's vocabulary; the answers are its
+            tokens, with the probabilities of a softmax over them).
         top_k: int, candidates per mask (at most the vocabulary size).
         max_masks: int, masks answered per text.
     """
@@ -139,7 +140,10 @@ class FillMaskServingModule(tf.Module):
         logits = self.pretrainer(
             {**inputs, "masked_positions": tf.cast(positions, tf.int32)}, training=False
         )["mlm"]
-        probabilities, ids = tf.math.top_k(tf.nn.softmax(tf.cast(logits, tf.float32)), self.top_k)
+        # Only the tokenizer's tokens are candidates (an embedding table padded
+        # beyond the vocabulary has rows that are no token).
+        logits = tf.cast(logits, tf.float32)[..., : self.vocabulary.shape[0]]
+        probabilities, ids = tf.math.top_k(tf.nn.softmax(logits), self.top_k)
         valid = tf.cast(valid, tf.bool)
         return {
             "tokens": tf.where(valid[:, :, None], tf.gather(self.vocabulary, ids), ""),

@@ -31,7 +31,8 @@ class ClassifierServingModule(tf.Module):
             returning logits `(B, num_classes)`, or probabilities if its
             `activation` attribute is `"softmax"`.
         preprocessor: the `BertPreprocessor` the classifier was trained
-            with; its tokenizer must have the model's vocabulary size.
+            with; its tokenizer may not have more tokens than the model's
+            vocabulary.
         labels: class names, one per class.
     """
 

@@ -26,6 +26,8 @@ def check_source(token_ids, padding_mask, name):
     if padding_mask is None:
         return token_ids, tf.ones_like(token_ids)
     padding_mask = tf.convert_to_tensor(padding_mask)
+    if padding_mask.shape.rank is None:
+        padding_mask = tf.ensure_shape(padding_mask, [None, None])  # the rank, when run
     mask_name = name.replace("token_ids", "padding_mask")
     message = f"`{mask_name}` must have the shape of `{name}`"
     if not padding_mask.shape.is_compatible_with(token_ids.shape):

@@ -256,8 +256,11 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
             tf.pad(source_padding_mask, [[0, 0], [0, max_length + 1]]), tf.bool
         )  # (B, slots)
         context["source_keys"] = source_keys
+        # Padding past the table's end (hidden from every query) takes its
+        # last position: only real tokens need theirs.
+        positions = tf.minimum(tf.range(source_length), self.backbone.max_sequence_length - 1)
         x = self._embed_at(
-            source_token_ids, tf.broadcast_to(tf.range(source_length), tf.shape(source_token_ids)),
+            source_token_ids, tf.broadcast_to(positions, tf.shape(source_token_ids)),
             SEGMENT_ROWS[masks_lib.SEQ2SEQ][0],
         )
         head_dim = self.backbone.hidden_dim // self.backbone.num_heads
@@ -274,7 +277,8 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
 
         With the cache the last `[MASK]` sits at position `L + max_length - 1`
         (`L` the longest real source, `[CLS] S [SEP]`), as in training's
-        packing `[CLS] S [SEP] T`: padding after the source costs nothing.
+        packing `[CLS] S [SEP] T`: padding after the source costs nothing,
+        however wide.
         Without, the packed `S + max_length + 1` columns go through the
         backbone.
         """
