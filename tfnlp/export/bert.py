@@ -16,9 +16,10 @@ class BackboneServingModule(tf.Module):
 
     Signatures: `serving_default(text)` and `encode_pairs(text_a, text_b)`
     (exported only for a backbone with 2 or more segments; `text_a` and
-    `text_b` must hold the same number of texts), both returning `pooled_output` `(B, H)`, `sequence_output` `(B, L, H)`
-    (float32) and `padding_mask` int32 `(B, L)` (1 on real tokens; the
-    outputs at padding are meaningless).
+    `text_b` must hold the same number of texts), both returning
+    `pooled_output` `(B, H)`, `sequence_output` `(B, L, H)` (float32) and
+    `padding_mask` int32 `(B, L)` (1 on real tokens; the outputs at padding
+    are meaningless).
 
     Args:
         backbone: a `BertBackbone`.

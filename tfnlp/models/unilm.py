@@ -278,9 +278,8 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
         With the cache the last `[MASK]` sits at position `L + max_length - 1`
         (`L` the longest real source, `[CLS] S [SEP]`), as in training's
         packing `[CLS] S [SEP] T`: padding after the source costs nothing,
-        however wide.
-        Without, the packed `S + max_length + 1` columns go through the
-        backbone.
+        however wide. Without, the packed `S + max_length + 1` columns go
+        through the backbone.
         """
         if use_cache:
             lengths = tf.reduce_sum(source_padding_mask, axis=1)
