@@ -124,3 +124,11 @@ def test_labels_must_match_the_classes(corpus_vocabulary, tmp_path):
     with pytest.raises(ValueError, match="2 names for 3 classes"):
         export.export_classifier(models.BertClassifier(backbone, 3), preprocessor, str(tmp_path),
                                  labels=["a", "b"])
+    # A string was split into one name per character.
+    with pytest.raises(ValueError, match="`labels` must be a list of class names, got the string"):
+        export.export_classifier(models.BertClassifier(backbone, 2), preprocessor, str(tmp_path),
+                                 labels="ab")
+    # A one-output classifier always served probability 1.0.
+    with pytest.raises(ValueError, match="2 or more classes"):
+        export.export_classifier(models.BertClassifier(backbone, 1), preprocessor, str(tmp_path),
+                                 labels=["yes"])

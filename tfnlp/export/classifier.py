@@ -28,18 +28,25 @@ class ClassifierServingModule(tf.Module):
 
     Args:
         classifier: a Keras model taking the preprocessor's dict and
-            returning logits `(B, num_classes)`, or probabilities if its
-            `activation` attribute is `"softmax"`.
+            returning logits `(B, num_classes)`, `num_classes >= 2`, or
+            probabilities if its `activation` attribute is `"softmax"`.
         preprocessor: the `BertPreprocessor` the classifier was trained
             with; its tokenizer may not have more tokens than the model's
             vocabulary.
-        labels: class names, one per class.
+        labels: a list of class names, one per class.
     """
 
     def __init__(self, classifier, preprocessor, labels):
         super().__init__(name="classifier_serving")
         check_preprocessor(preprocessor, classifier)
         num_classes = classifier.outputs[0].shape[-1]
+        if num_classes is None or num_classes < 2:
+            raise ValueError(
+                f"The classifier must output scores for 2 or more classes (a softmax over one "
+                f"would always give 1.0), got {num_classes}."
+            )
+        if isinstance(labels, (str, bytes)):
+            raise ValueError(f"`labels` must be a list of class names, got the string {labels!r}.")
         labels = [str(label) for label in labels]
         if len(labels) != num_classes:
             raise ValueError(f"`labels` has {len(labels)} names for {num_classes} classes.")
