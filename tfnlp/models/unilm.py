@@ -237,11 +237,9 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
         generation_common.check_arguments(max_length, 0, mask_id=mask_id)
         batch_size, source_length = tf.unstack(tf.shape(source_token_ids))
         lengths = tf.reduce_sum(source_padding_mask, axis=1)
-        needed, what = self._positions_needed(source_padding_mask, max_length, use_cache)
+        needed, message = self._positions_needed(lengths, source_length, max_length, use_cache)
         check = tf.debugging.assert_less_equal(
-            needed, self.backbone.max_sequence_length,
-            message=f"UniLM.generate: {what} exceeds the position table "
-                    f"(max_sequence_length={self.backbone.max_sequence_length})",
+            needed, self.backbone.max_sequence_length, message=message
         )
         with tf.control_dependencies([check]):
             lengths = tf.identity(lengths)
@@ -271,32 +269,33 @@ class UniLM(RestoresCompile, ChecksInputs, keras.Model):
                                      0)
         return {"caches": caches}, context
 
-    @staticmethod
-    def _positions_needed(source_padding_mask, max_length, use_cache):
-        """`(positions, what)`: the position table a decoding needs, and what that is.
+    def _positions_needed(self, lengths, width, max_length, use_cache):
+        """`(positions, message)`: the position table a decoding needs, and its error.
 
         With the cache the last `[MASK]` sits at position `L + max_length - 1`
-        (`L` the longest real source, `[CLS] S [SEP]`), as in training's
-        packing `[CLS] S [SEP] T`: padding after the source costs nothing,
-        however wide. Without, the packed `S + max_length + 1` columns go
-        through the backbone.
+        (`L` the longest of the real source `lengths`, `[CLS] S [SEP]`), as
+        in training's packing `[CLS] S [SEP] T`: padding after the source
+        costs nothing, however wide. Without, the packed `width + max_length
+        + 1` columns go through the backbone.
         """
         if use_cache:
-            lengths = tf.reduce_sum(source_padding_mask, axis=1)
-            longest = tf.reduce_max(tf.concat([lengths, [0]], axis=0))
-            return longest + max_length, "the longest real source + max_length"
-        width = tf.shape(source_padding_mask)[1]
-        return width + max_length + 1, "source width + max_length + 1 (no cache)"
+            needed = tf.reduce_max(tf.concat([lengths, [0]], axis=0)) + max_length
+            what = "the longest real source + max_length"
+        else:
+            needed = width + max_length + 1
+            what = "source width + max_length + 1 (no cache)"
+        table = self.backbone.max_sequence_length
+        return needed, (f"UniLM.generate: {what} exceeds the position table "
+                        f"(max_sequence_length={table})")
 
     def _check_positions(self, source_token_ids, source_padding_mask, max_length, use_cache):
         """`generate`'s position-table check, on the host (XLA compiles assertions out)."""
-        needed, what = self._positions_needed(source_padding_mask, max_length, use_cache)
-        table = self.backbone.max_sequence_length
-        if int(needed) > table:
-            raise ValueError(
-                f"UniLM.generate: {what} ({int(needed)}) exceeds the position table "
-                f"(max_sequence_length={table})."
-            )
+        lengths = tf.reduce_sum(source_padding_mask, axis=1)
+        needed, message = self._positions_needed(
+            lengths, tf.shape(source_token_ids)[1], max_length, use_cache
+        )
+        if int(needed) > self.backbone.max_sequence_length:
+            raise ValueError(f"{message}: {int(needed)} positions.")
 
     def decoding_step(self, token_ids, index, state, context):
         """Logits `(B, V)` of target token `index`, given target token `index - 1`.
