@@ -1,6 +1,12 @@
-"""What tfnlp's Functional models share: input checks, and `compile()` restored from `.keras` files."""
+"""What tfnlp's Functional models share: input checks, `compile()` restored from `.keras` files,
+and training/evaluation steps whose state updates wait for their batch."""
+
+import contextlib
+
+import contextlib
 
 import keras
+import tensorflow as tf
 
 
 class RestoresCompile:
@@ -38,3 +44,45 @@ class ChecksInputs:
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(self._checked_inputs(inputs), training=training, mask=mask, **kwargs)
+
+
+class StepsWaitForData:
+    """Mixin: `train_step` and `test_step` change no state unless their batch arrived.
+
+    Keras 3.15 (TensorFlow backend, `steps_per_execution=1`) finds the end
+    of a dataset of unknown length (`cardinality() == -2`: after `filter`,
+    `flat_map`, `unbatch`, ...) by running the step once more and catching
+    the end-of-sequence error. Every update that does not read the batch
+    runs in that step anyway, as TensorFlow orders stateful ops only by the
+    data they use: the optimizer's `iterations` (so learning-rate schedules
+    and Adam's bias correction), and the counts of the loss trackers and of
+    metrics whose weights are static (batch size or value count known when
+    traced: any static-shaped pipeline, as tfnlp's are). So each pass
+    over such a dataset added one optimizer step, and `fit`/`evaluate`
+    reported losses and metrics multiplied by n / (n + 1) for n batches.
+    Making every op of the step wait for the batch's tensors (one `NoOp`
+    they all depend on) removes the phantom step; a step that receives its
+    batch runs exactly as before. A step compiled with XLA (`jit_compile`)
+    runs as one op that waits for all its inputs, so it needs no help (and
+    its first call must create the optimizer's variables outside any
+    control dependency); an eager step runs in order anyway.
+    """
+
+    def train_step(self, data):
+        with self._after_arrival(data):
+            return super().train_step(data)
+
+    def test_step(self, data):
+        with self._after_arrival(data):
+            return super().test_step(data)
+
+    def _after_arrival(self, data):
+        if self.jit_compile or tf.executing_eagerly():
+            return contextlib.nullcontext()
+        return tf.control_dependencies([_arrived(data)])
+
+
+def _arrived(data):
+    """One op that runs only once every tensor of `data` exists."""
+    tensors = [t for t in tf.nest.flatten(data, expand_composites=True) if t is not None]
+    return tf.group(*tensors, name="batch_arrived")

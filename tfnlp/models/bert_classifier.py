@@ -6,6 +6,7 @@ from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.optimizers import bert_adamw
@@ -14,7 +15,7 @@ from tfnlp.training.optimizers import with_loss_scaling
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertClassifier(RestoresCompile, ChecksInputs, keras.Model):
+class BertClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by

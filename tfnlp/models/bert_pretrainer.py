@@ -5,6 +5,7 @@ import keras
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
@@ -35,7 +36,7 @@ def pretraining_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertPretrainer(RestoresCompile, ChecksInputs, keras.Model):
+class BertPretrainer(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """A `BertBackbone` with BERT's two pretraining heads.
 
     Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied

@@ -12,6 +12,7 @@ from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling
@@ -87,7 +88,7 @@ def _dtype_config(config):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(RestoresCompile, ChecksInputs, keras.Model):
+class ELMoBiLM(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector

@@ -10,6 +10,7 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.training.optimizers import bert_adamw
@@ -20,7 +21,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(RestoresCompile, ChecksInputs, keras.Model):
+class TransformerClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions

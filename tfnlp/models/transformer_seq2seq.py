@@ -18,6 +18,7 @@ from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 from tfnlp.training.optimizers import with_loss_scaling
@@ -65,7 +66,7 @@ def seq2seq_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(RestoresCompile, ChecksInputs, keras.Model):
+class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal

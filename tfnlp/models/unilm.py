@@ -11,6 +11,7 @@ from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
@@ -33,7 +34,7 @@ def unilm_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class UniLM(RestoresCompile, ChecksInputs, keras.Model):
+class UniLM(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
 
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
