@@ -340,3 +340,21 @@ def test_a_bad_step_fn_is_refused_with_an_error_naming_it(name, step_fn, end_id,
 def test_a_step_fn_that_is_not_callable_is_refused():
     with pytest.raises(ValueError, match="`step_fn` must be callable"):
         greedy_search("decoder", tf.constant([0]), max_length=2, end_id=1)
+
+
+@pytest.mark.parametrize("n, possible", [(1, [[3], [1, 3]]), (2, [[3], [1, 3], [1, 1, 3]])])
+def test_beam_slots_only_banned_hypotheses_could_fill_are_empty(n, possible):
+    # Only token 1 and the end token 3 have nonzero probability: with every
+    # n-gram banned from repeating, fewer than 4 hypotheses are possible.
+    logits = [[-np.inf, 0.0, -np.inf, -3.0]] * 4
+    result = beam_search(markov_step(logits), tf.constant([1]), 6, 3, beam_size=4,
+                         state=tf.zeros([1], tf.int32), no_repeat_ngram_size=n)
+    count = len(possible)
+    lengths = result["lengths"][0].numpy()
+    found = [list(t[:length]) for t, length in zip(result["token_ids"][0].numpy(), lengths)]
+    assert found[:count] == possible
+    assert np.all(np.isfinite(result["scores"][0, :count]))
+    assert np.all(lengths[count:] == 0)
+    assert np.all(result["token_ids"][0, count:] == 0)
+    assert np.all(result["scores"][0, count:] == -np.inf)
+    assert np.all(result["log_probs"][0, count:] == -np.inf)

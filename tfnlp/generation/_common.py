@@ -140,7 +140,7 @@ def write_column(sequences, column, values):
     return tf.where(positions[None, :] == column, values[:, None], sequences)
 
 
-def block_repeated_ngrams(log_probs, sequences, step, n):
+def block_repeated_ngrams(log_probs, sequences, step, n, banned=BANNED):
     """Bans every token that would repeat an n-gram already generated.
 
     `sequences` `(N, L + 1)` holds the start token at column 0 and the tokens
@@ -155,9 +155,11 @@ def block_repeated_ngrams(log_probs, sequences, step, n):
         sequences: int32 `(N, L + 1)`.
         step: scalar int32, the number of tokens generated so far.
         n: Python int >= 1.
+        banned: the log-probability given to banned tokens (`BANNED`, or
+            `-inf` where a hypothesis with a banned n-gram must drop out).
 
     Returns:
-        `log_probs` with banned tokens at `BANNED`.
+        `log_probs` with banned tokens at `banned`.
     """
     width = sequences.shape[1] - n + 1  # n-grams starting at columns 0 .. width - 1
     if width <= 0:
@@ -180,8 +182,8 @@ def block_repeated_ngrams(log_probs, sequences, step, n):
         tf.reshape(tf.cast(matches, tf.int32), [-1]),
         tf.shape(log_probs),
     )
-    return tf.where(counts > 0, tf.constant(BANNED, log_probs.dtype), log_probs)
+    return tf.where(counts > 0, tf.constant(banned, log_probs.dtype), log_probs)
 
 
-def maybe_block(log_probs, sequences, step, n):
-    return block_repeated_ngrams(log_probs, sequences, step, n) if n else log_probs
+def maybe_block(log_probs, sequences, step, n, banned=BANNED):
+    return block_repeated_ngrams(log_probs, sequences, step, n, banned) if n else log_probs

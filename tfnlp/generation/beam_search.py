@@ -51,7 +51,11 @@ def beam_search(
     and the best `beam_size` others stay live. A sequence is done when it has
     `beam_size` finished hypotheses and no live one can still beat the worst
     of them; hypotheses still live after `max_length` tokens are finished
-    there. Sequences of a batch do not influence each other. One
+    there. Slots that no possible hypothesis fills (fewer than `beam_size`
+    sequences of nonzero probability, for instance when `no_repeat_ngram_size`
+    bans all others) are empty: `pad_id` tokens, length 0, score and
+    log-probability `-inf`; no returned hypothesis repeats an n-gram.
+    Sequences of a batch do not influence each other. One
     `tf.while_loop` with static shapes (traces once, compiles under XLA).
 
     With `beam_size=1` and `length_penalty=0` the result equals
@@ -141,7 +145,8 @@ def beam_search(
             factor = best_possible_factor
         best_alive = alive_log_probs[:, 0] / factor
         worst_finished = tf.reduce_min(finished_scores, axis=1)  # -inf until K finished
-        done = best_alive < worst_finished
+        # Done: no live hypothesis can beat the worst finished one, or none is possible.
+        done = (best_alive < worst_finished) | tf.equal(best_alive, -float("inf"))
         return (step < max_length) & ~(early_stopping & tf.reduce_all(done))
 
     def body(step, alive_sequences, alive_log_probs, finished_sequences, finished_scores,
@@ -150,7 +155,12 @@ def beam_search(
         tokens = tf.gather(flat_sequences, step, axis=1)  # (B * K,)
         logits, state = step_fn(tokens, step, state, context)
         log_probs = _common.log_probabilities(logits)
-        log_probs = _common.maybe_block(log_probs, flat_sequences, step, no_repeat_ngram_size)
+        # A banned n-gram makes a hypothesis impossible (probability 0), so
+        # that it can only fill a slot no possible hypothesis reaches, and
+        # such slots are emptied at the end.
+        log_probs = _common.maybe_block(
+            log_probs, flat_sequences, step, no_repeat_ngram_size, banned=-float("inf")
+        )
         vocabulary_size = tf.shape(log_probs)[-1]
         candidates = alive_log_probs[:, :, None] + _split(log_probs, batch_size, k)  # (B, K, V)
         candidates = tf.reshape(candidates, [batch_size, -1])  # (B, K * V)
@@ -214,9 +224,13 @@ def beam_search(
         tf.concat([finished_log_probs, alive_log_probs], 1),
         tf.concat([finished_lengths, tf.fill([batch_size, k], max_length)], 1),
     )
+    # Impossible hypotheses (probability 0: a banned n-gram, or a token the
+    # step gave -inf) rank last and only fill slots nothing possible reaches;
+    # those slots are empty, as are slots never filled.
+    possible = log_probs > -float("inf")
     return {
-        "token_ids": token_ids[:, :, 1:],
-        "lengths": lengths,
-        "scores": scores,
+        "token_ids": tf.where(possible[:, :, None], token_ids[:, :, 1:], pad),
+        "lengths": tf.where(possible, lengths, 0),
+        "scores": tf.where(possible, scores, -float("inf")),
         "log_probs": log_probs,
     }

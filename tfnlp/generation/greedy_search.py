@@ -43,7 +43,9 @@ def greedy_search(
         context: nested tensors `(B, ...)` read by `step_fn`.
         pad_id: int, written after the end token.
         no_repeat_ngram_size: int, if n > 0 no n-gram occurs twice in a
-            generated sequence (3 is UniLM's trigram blocking).
+            generated sequence (3 is UniLM's trigram blocking). `end_id`
+            is never banned (it occurs once), so a sequence whose every
+            other continuation is banned ends.
 
     Returns:
         A dict: `token_ids` int32 `(B, max_length)` (the generated tokens, the
