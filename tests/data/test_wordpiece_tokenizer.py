@@ -185,6 +185,10 @@ def test_detokenize_round_trip_and_special_tokens():
     np.testing.assert_array_equal(tokenizer.detokenize(ids).numpy(), texts.numpy())
     padded = tf.constant([[2, 5, 6, 3, 0, 0], [2, 4, 7, 3, 0, 999]])  # [MASK] and an id out of range
     assert tokenizer.detokenize(padded).numpy().tolist() == [b"the cat", b"sat [UNK]"]
+    # int64 ids beyond int32 are out of range too, not wrapped around to
+    # "the", [CLS] and "cat".
+    wide = tf.constant([[2**32 + 5, 5, 2**32 + 2, -(2**32) + 6]], tf.int64)
+    assert tokenizer.detokenize(wide).numpy().tolist() == [b"[UNK] the [UNK] [UNK]"]
 
 
 def test_works_in_tf_data_and_tf_function(corpus_vocabulary):

@@ -134,14 +134,19 @@ class WordPieceTokenizer(PreprocessingLayer):
         _validation.tensors(("token_ids", token_ids, None, "int"))
         if not isinstance(token_ids, tf.RaggedTensor):
             token_ids = tf.RaggedTensor.from_tensor(token_ids)
-        token_ids = tf.cast(token_ids, tf.int32)
+        # Compared in int64, so that an int64 id such as 2**32 + 5 is out of
+        # range rather than wrapped around to id 5.
+        token_ids = tf.cast(token_ids, tf.int64)
         keep = tf.reduce_all(
-            tf.not_equal(token_ids.flat_values[:, None], self._special_ids[None, :]), axis=-1
+            tf.not_equal(token_ids.flat_values[:, None], tf.cast(self._special_ids, tf.int64)[None, :]),
+            axis=-1,
         )
         kept = tf.ragged.boolean_mask(token_ids, token_ids.with_flat_values(keep))
         # Out-of-range ids (e.g. from an untrained model) become [UNK].
         in_range = (kept.flat_values >= 0) & (kept.flat_values < len(self.vocabulary))
-        kept = kept.with_flat_values(tf.where(in_range, kept.flat_values, self.unk_id))
+        kept = kept.with_flat_values(
+            tf.cast(tf.where(in_range, kept.flat_values, self.unk_id), tf.int32)
+        )
         return self._tokenizer.detokenize(kept)
 
     def get_config(self):
