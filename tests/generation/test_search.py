@@ -351,7 +351,7 @@ def test_beam_slots_only_banned_hypotheses_could_fill_are_empty(n, possible):
                          state=tf.zeros([1], tf.int32), no_repeat_ngram_size=n)
     count = len(possible)
     lengths = result["lengths"][0].numpy()
-    found = [list(t[:length]) for t, length in zip(result["token_ids"][0].numpy(), lengths)]
+    found = [list(t[:length]) for t, length in zip(result["token_ids"][0].numpy(), lengths, strict=True)]
     assert found[:count] == possible
     assert np.all(np.isfinite(result["scores"][0, :count]))
     assert np.all(lengths[count:] == 0)

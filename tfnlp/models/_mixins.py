@@ -3,8 +3,6 @@ and training/evaluation steps whose state updates wait for their batch."""
 
 import contextlib
 
-import contextlib
-
 import keras
 import tensorflow as tf
 
