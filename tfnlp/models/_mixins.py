@@ -1,5 +1,5 @@
 """What tfnlp's Functional models share: input checks, `compile()` restored from `.keras` files,
-and training/evaluation steps whose state updates wait for their batch."""
+`from_config`, and training/evaluation steps whose state updates wait for their batch."""
 
 import contextlib
 
@@ -42,6 +42,21 @@ class ChecksInputs:
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(self._checked_inputs(inputs), training=training, mask=mask, **kwargs)
+
+
+class FromConfig:
+    """Mixin: `from_config` for models whose config is their constructor's arguments.
+
+    A serialized dtype policy (a dict, e.g. `mixed_bfloat16`) becomes a
+    policy object again.
+    """
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
 
 
 class StepsWaitForData:

@@ -10,6 +10,7 @@ from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import FromConfig
 
 # Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
 BERT_PRESETS = {
@@ -37,7 +38,7 @@ def bert_kernel_initializer():
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertBackbone(ChecksInputs, keras.Model):
+class BertBackbone(ChecksInputs, FromConfig, keras.Model):
     """BERT: token + segment + learned position embeddings and post-LN blocks.
 
     `embeddings = LayerNorm(token + segment + position)`, dropout, then
@@ -238,11 +239,4 @@ class BertBackbone(ChecksInputs, keras.Model):
             "max_sequence_length": self.max_sequence_length,
             "num_segments": self.num_segments,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
 

@@ -11,6 +11,7 @@ from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
 from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.training.distribute import global_sum
@@ -80,15 +81,8 @@ def _checked_characters(inputs, max_characters):
     return _validation.model_inputs(inputs, specs, C=(max_characters, "`max_characters`"))
 
 
-def _dtype_config(config):
-    config = dict(config)
-    if isinstance(config.get("dtype"), dict):
-        config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-    return config
-
-
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class ELMoBiLM(StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector
@@ -387,10 +381,6 @@ class ELMoBiLM(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
             "seed": self.seed,
             "unroll": self.unroll,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**_dtype_config(config))
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")

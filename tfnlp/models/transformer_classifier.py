@@ -9,6 +9,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import input_specs
@@ -21,7 +22,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class TransformerClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
@@ -212,10 +213,3 @@ class TransformerClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, ker
             "num_segments": self.num_segments,
             "activation": self.activation,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)

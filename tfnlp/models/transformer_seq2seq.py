@@ -17,6 +17,7 @@ from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
@@ -66,7 +67,7 @@ def seq2seq_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal
@@ -507,10 +508,3 @@ class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, keras.
             "tie_output_embedding": self.tie_output_embedding,
             "norm_first": self.norm_first,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)

@@ -218,10 +218,3 @@ class UniLMBackbone(BertBackbone):
         config.pop("num_segments")
         return config
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
-
