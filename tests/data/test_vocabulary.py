@@ -71,3 +71,33 @@ def test_corrupt_vocabulary_files_are_clear_errors(tmp_path, content, message):
 def test_bad_learning_arguments(texts, size, message):
     with pytest.raises(ValueError, match=message):
         data.learn_wordpiece_vocabulary(texts, size, progress=False)
+
+
+def test_a_cut_vocabulary_still_spells_every_word_of_its_texts():
+    import tensorflow as tf
+
+    from tfnlp import datasets
+    from tfnlp.data import _wordpiece_learner
+    from tfnlp.data import vocabulary as vocabulary_lib
+
+    documents = datasets.load_documents("en_novels", "validation").take(3)
+    counts = data.count_words(documents, progress=False)
+    words = tf.constant(list(counts))
+    for size in (337, 596):  # sizes where the learner overshoots on these texts
+        learned = _wordpiece_learner.learn(counts.items(), size, list(data.SPECIAL_TOKENS),
+                                           **vocabulary_lib._learner_options(size))
+        assert len(learned) > size
+        vocabulary = data.learn_wordpiece_vocabulary(documents, size, progress=False)
+        assert len(vocabulary) == size and set(vocabulary) <= set(learned)
+        # Cutting the learner's tail instead dropped "##u", "##v", ...: 179
+        # of the 1,445 distinct words became [UNK] at size 337.
+        ids = data.WordPieceTokenizer(vocabulary)(words).flat_values.numpy()
+        assert (ids != vocabulary.index("[UNK]")).all(), size
+
+
+def test_a_size_too_small_for_the_alphabet_is_a_clear_error():
+    # 150 characters (kept as they are: not lower-cased, accents not stripped),
+    # each inside a word: 5 + 151 + 150 tokens to spell them all.
+    texts = [" ".join("a" + chr(0x100 + i) for i in range(150))] * 3
+    with pytest.raises(ValueError, match=r"`vocabulary_size` \(200\) is too small .* 306 tokens"):
+        data.learn_wordpiece_vocabulary(texts, 200, lower_case=False, progress=False)

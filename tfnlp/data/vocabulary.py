@@ -91,8 +91,10 @@ def learn_wordpiece_vocabulary(
         texts: a `tf.data.Dataset` of scalar strings or of 1-D string tensors
             (documents), or an iterable of Python strings.
         vocabulary_size: int, the target size (the result may be a little
-            smaller; it is never larger: the rarest learned pieces are dropped
-            when the learner overshoots).
+            smaller; it is never larger: when the learner overshoots, its
+            rarest multi-character pieces are dropped, never the characters
+            and `##` suffix characters that spell every word; a size too
+            small even for those is a `ValueError`).
         lower_case: bool, lower-case and strip accents (use the same value for
             the tokenizer).
         reserved_tokens: tokens placed first, in order.
@@ -129,11 +131,39 @@ def learn_wordpiece_vocabulary(
         list(reserved_tokens),
         **_learner_options(vocabulary_size, max_unique_characters),
     )
-    # The learner may overshoot by a few; its tail holds the rarest pieces.
-    vocabulary = vocabulary[:vocabulary_size]
+    vocabulary = _cut_to_size(vocabulary, vocabulary_size, reserved_tokens, counts)
     if output_path is not None:
         save_vocabulary(vocabulary, output_path)
     return vocabulary
+
+
+def _cut_to_size(vocabulary, size, reserved_tokens, counts, joiner="##"):
+    """Drops the rarest multi-character pieces of a learned vocabulary longer than `size`.
+
+    The learner can overshoot the size. Its list ranks pieces by count, and
+    puts last the one-character suffixes (`##u`) that no threshold kept but
+    that let every word be spelled; cutting the list's tail would turn every
+    word needing one of them into `[UNK]`. So what stays: the reserved
+    tokens, every character, and every character's suffix form that some
+    word needs (characters inside words), then the most frequent other pieces.
+    """
+    if len(vocabulary) <= size:
+        return vocabulary
+    reserved = set(reserved_tokens)
+    characters = {t for t in vocabulary if len(t) == 1 and t not in reserved}
+    inner = {c for word in counts for c in word[1:]} & characters
+    needed = reserved | characters | {joiner + c for c in inner}
+    room = size - len(needed)
+    if room < 0:
+        raise ValueError(
+            f"`vocabulary_size` ({size}) is too small for the texts' alphabet: "
+            f"{len(characters)} characters, {len(inner)} of them inside words, and "
+            f"{len(reserved)} reserved tokens need {len(needed)} tokens to spell every "
+            "word. Raise `vocabulary_size` or lower `max_unique_characters`."
+        )
+    pieces = [t for t in vocabulary if t not in needed][:room]  # most frequent first
+    kept = needed.union(pieces)
+    return [t for t in vocabulary if t in kept]
 
 
 def save_vocabulary(vocabulary, path):
