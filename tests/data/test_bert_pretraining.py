@@ -141,9 +141,20 @@ def test_whole_word_cap_leaves_no_unlabelled_change(tokenizer, documents):
     )
     assert batches["masked_weights"].sum(axis=1).max() == 5
     masks = batches["token_ids"] == tokenizer.mask_id
+    continuation = np.array([t.startswith("##") for t in tokenizer.get_vocabulary()])
+    cut_words = 0
     for row in range(len(masks)):
-        labelled = set(batches["masked_positions"][row][batches["masked_weights"][row] == 1])
+        weights = batches["masked_weights"][row] == 1
+        labelled = set(batches["masked_positions"][row][weights])
         assert set(np.flatnonzero(masks[row])) <= labelled
+        # The word crossing the cap is restored whole: no word is labelled in part.
+        original = batches["token_ids"][row].copy()
+        original[batches["masked_positions"][row][weights]] = batches["masked_ids"][row][weights]
+        word = np.cumsum(~continuation[original])
+        for position in labelled:
+            assert set(np.flatnonzero(word == word[position])) <= labelled, (row, position)
+        cut_words += weights.sum() < 5 and len(labelled) > 0
+    assert cut_words > 0  # some rows did stop short of the cap to keep words whole
 
 
 def test_chunks_pack_whole_sentences_greedily():

@@ -166,6 +166,25 @@ def _stateless_shuffle(seed):
     return lambda x: tf.random.experimental.stateless_shuffle(x, seed=seed)
 
 
+def _word_indices(token_ids, continuation, positions):
+    """The index of the word (a token and its `##` pieces) of each of `positions`."""
+    starts = tf.cast(~tf.gather(continuation, token_ids), tf.int32)
+    return tf.gather(tf.cumsum(starts) - 1, positions)
+
+
+def _whole_items_within(items, limit):
+    """How many of the selections to keep: those of the items wholly among the first `limit`.
+
+    `items` `(N,)` names the item (word) of each selection; an item's
+    selections are adjacent. If the selection at `limit` belongs to an item
+    that starts before it, that item is cut as well.
+    """
+    # A sentinel item (-1: no real item) after the last selection.
+    items = tf.concat([tf.cast(items, tf.int64), [-1]], 0)
+    cut = items[tf.minimum(limit, tf.size(items) - 1)]
+    return tf.cast(tf.argmax(tf.cast(tf.equal(items, cut), tf.int32)), tf.int32)
+
+
 def _pad(values, length):
     """Pads/cuts a ragged `(1, None)` row to a dense `(length,)` and its mask."""
     padded, mask = tf_text.pad_model_inputs(values, length)
@@ -201,8 +220,9 @@ def bert_pretraining_dataset(
     (each epoch) is shuffled anew unless `shuffle_buffer=0`.
 
     When whole words push the selection past `max_predictions_per_seq`, the
-    words beyond it are restored to their original tokens, so every changed
-    token has a label.
+    word that crosses it and the words after it are restored to their
+    original tokens, whole: every changed token has a label and no word is
+    masked in part.
 
     Args:
         documents: `tf.data.Dataset` of 1-D `tf.string` tensors (documents).
@@ -255,8 +275,8 @@ def bert_pretraining_dataset(
             [tf.RaggedTensor.from_tensor(pair[k][None]) for k in ("segment_a", "segment_b")]
         )
         items = token_ids
+        flat = token_ids.flat_values
         if whole_word_masking:
-            flat = token_ids.flat_values
             starts = tf.where(~tf.gather(continuation, flat))[:, 0]
             words = tf.RaggedTensor.from_row_starts(flat, starts)
             items = tf.RaggedTensor.from_row_lengths(words, [words.nrows()])
@@ -272,16 +292,22 @@ def bert_pretraining_dataset(
                 tokenizer.vocabulary_size(), tokenizer.mask_id, row_seed + 4
             ),
         )
-        # Whole words can push the count past P: predictions beyond P are
-        # dropped, so their tokens go back to the originals (no unlabelled
-        # [MASK]).
-        dropped = positions.flat_values[max_predictions:]
+        # Whole words can push the count past P. The word that crosses P and
+        # those after it are dropped whole, their tokens back to the
+        # originals: no unlabelled [MASK], no word masked in part.
+        selected = positions.flat_values
+        keep = _whole_items_within(
+            _word_indices(flat, continuation, selected) if whole_word_masking else selected,
+            max_predictions,
+        )
         masked = masked.with_flat_values(
             tf.tensor_scatter_nd_update(
-                masked.flat_values, tf.cast(dropped[:, None], tf.int32),
-                originals.flat_values[max_predictions:],
+                masked.flat_values, tf.cast(selected[keep:, None], tf.int32),
+                originals.flat_values[keep:],
             )
         )
+        positions = tf.RaggedTensor.from_row_lengths(selected[:keep], [keep])
+        originals = tf.RaggedTensor.from_row_lengths(originals.flat_values[:keep], [keep])
         token_ids, padding_mask = _pad(masked, sequence_length)
         segment_ids, _ = _pad(segment_ids, sequence_length)
         positions, weights = _pad(positions, max_predictions)
