@@ -191,6 +191,22 @@ def test_detokenize_round_trip_and_special_tokens():
     assert tokenizer.detokenize(wide).numpy().tolist() == [b"[UNK] the [UNK] [UNK]"]
 
 
+def test_detokenize_takes_every_rank_it_documents():
+    vocabulary = list(data.SPECIAL_TOKENS) + ["the", "cat", "sat", "##s"]
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    # (T,) from a scalar text -> one text
+    assert tokenizer.detokenize(tokenizer(tf.constant("the cats"))).numpy() == b"the cats"
+    # (B, N, T), dense and ragged -> (B, N)
+    nested = tf.constant([[[5, 6, 8], [7, 0, 0]], [[5, 0, 0], [6, 7, 5]]])
+    expected = [[b"the cats", b"sat"], [b"the", b"cat sat the"]]
+    assert tokenizer.detokenize(nested).numpy().tolist() == expected
+    assert tokenizer.detokenize(tf.RaggedTensor.from_tensor(nested)).to_list() == expected
+    ragged = tokenizer(tf.constant([["the cats", "sat"], ["the", "cat sat the"]]))
+    assert tokenizer.detokenize(ragged).to_list() == expected
+    with pytest.raises(ValueError, match="`token_ids` must have a known rank of at least 1"):
+        tokenizer.detokenize(tf.constant(5))
+
+
 def test_works_in_tf_data_and_tf_function(corpus_vocabulary):
     tokenizer = data.WordPieceTokenizer(corpus_vocabulary)
     texts = _corpus_samples()[:64]

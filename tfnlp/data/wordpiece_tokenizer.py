@@ -124,16 +124,28 @@ class WordPieceTokenizer(PreprocessingLayer):
         return self._tokenizer.tokenize(text)
 
     def detokenize(self, token_ids):
-        """Ids `(..., T)` (dense or ragged) back to text `(...)`.
+        """Ids `(..., T)` (dense or ragged) back to text `(...)`: `(T,)` gives one text.
 
         `[PAD]`, `[CLS]`, `[SEP]` and `[MASK]` are left out and word pieces
         are joined (`"cat", "##s"` -> `"cats"`); words are separated by single
         spaces, so punctuation comes out spaced (`"hello , world"`).
         """
-        token_ids = token_ids if isinstance(token_ids, tf.RaggedTensor) else tf.convert_to_tensor(token_ids)
+        dense = not isinstance(token_ids, tf.RaggedTensor)
+        token_ids = tf.convert_to_tensor(token_ids) if dense else token_ids
         _validation.tensors(("token_ids", token_ids, None, "int"))
-        if not isinstance(token_ids, tf.RaggedTensor):
-            token_ids = tf.RaggedTensor.from_tensor(token_ids)
+        rank = token_ids.shape.rank
+        if rank is None or rank == 0:
+            raise ValueError(
+                f"`token_ids` must have a known rank of at least 1, (..., T), got shape {token_ids.shape}."
+            )
+        if dense and rank == 1:  # one sequence -> one text
+            return self.detokenize(token_ids[None])[0]
+        if dense:  # every dimension ragged, so that the values are one flat list
+            token_ids = tf.RaggedTensor.from_tensor(token_ids, ragged_rank=rank - 1)
+        elif token_ids.flat_values.shape.rank != 1:  # uniform inner dimensions
+            token_ids = token_ids.with_flat_values(tf.RaggedTensor.from_tensor(
+                token_ids.flat_values, ragged_rank=token_ids.flat_values.shape.rank - 1
+            ))
         # Compared in int64, so that an int64 id such as 2**32 + 5 is out of
         # range rather than wrapped around to id 5.
         token_ids = tf.cast(token_ids, tf.int64)
@@ -147,7 +159,8 @@ class WordPieceTokenizer(PreprocessingLayer):
         kept = kept.with_flat_values(
             tf.cast(tf.where(in_range, kept.flat_values, self.unk_id), tf.int32)
         )
-        return self._tokenizer.detokenize(kept)
+        texts = self._tokenizer.detokenize(kept)
+        return texts.to_tensor() if dense and isinstance(texts, tf.RaggedTensor) else texts
 
     def get_config(self):
         config = super().get_config()
