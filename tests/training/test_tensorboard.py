@@ -205,3 +205,23 @@ def test_tensorboard_serves_the_run(run, tmp_path):
             server.wait(timeout=15)
         log.close()
     assert server.returncode is not None  # stopped: no server outlives the test
+
+
+def test_logged_learning_rate_is_the_one_each_step_used(tmp_path):
+    # Loss = w, so plain SGD lowers w by exactly the step's learning rate.
+    w = keras.Input((1,))
+    model = keras.Sequential([w, keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+    schedule = keras.optimizers.schedules.PiecewiseConstantDecay([0, 1], [0.5, 0.25, 0.125])
+    model.compile(optimizer=keras.optimizers.SGD(schedule), loss=lambda y, p: tf.reduce_mean(p))
+    kernels = []
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            kernels.append(float(model.layers[0].kernel.numpy()[0, 0]))
+
+    batches = tf.data.Dataset.from_tensors((tf.ones((1, 1)), tf.zeros((1, 1)))).repeat()
+    training.fit(model, batches, 3, log_dir=str(tmp_path), log_every=1, callbacks=[Record()], verbose=0)
+    used = -np.diff([0.0] + kernels)
+    np.testing.assert_allclose(used, [0.5, 0.25, 0.125])
+    logged = [float(v) for _, v in _events(str(tmp_path))["train/learning_rate"][1]]
+    np.testing.assert_allclose(logged, used)

@@ -248,6 +248,9 @@ def fit(
                 tf.profiler.experimental.start(log_dir)
                 profiling = True
             model.reset_metrics()
+            logging = writer is not None and (step % log_every == 0 or step == steps)
+            # The rate this step uses: read before the step advances the schedule.
+            rate = _learning_rate(model.optimizer) if logging else None
             try:
                 train_function(iterator)
             except (StopIteration, tf.errors.OutOfRangeError):
@@ -259,11 +262,11 @@ def fit(
             logs = {k: float(v) for k, v in model.get_metrics_result().items()}
             for name, value in logs.items():
                 history.setdefault(name, []).append(value)
-            if writer is not None and (step % log_every == 0 or step == steps):
+            if logging:
                 with writer.as_default(step=step):
                     for name, value in logs.items():
                         tf.summary.scalar(f"train/{name}", value)
-                    tf.summary.scalar("train/learning_rate", _learning_rate(model.optimizer))
+                    tf.summary.scalar("train/learning_rate", rate)
             if writer is not None and histogram_every and (step % histogram_every == 0 or step == steps):
                 with writer.as_default(step=step):
                     for variable in model.trainable_variables:
