@@ -39,3 +39,16 @@ def _tied_logits(hidden, embeddings):
         return d_hidden, d_embeddings
 
     return logits, grad
+
+
+def embedding_table(embedding, dtype):
+    """The `(V, H)` table of a Keras `Embedding` in `dtype`, dequantized if quantized.
+
+    After `model.quantize("int8")` (or `"int4"`) the layer's `embeddings`
+    hold the raw integer codes; Keras applies the per-row scales (and
+    unpacks int4) only when the layer looks ids up, so a quantized table is
+    read through the layer itself, every id at once.
+    """
+    if getattr(embedding, "quantization_mode", None) is None:
+        return tf.cast(embedding.embeddings, dtype)
+    return tf.cast(embedding(tf.range(embedding.input_dim)), dtype)

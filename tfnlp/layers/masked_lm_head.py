@@ -119,7 +119,7 @@ class MaskedLMHead(keras.layers.Layer):
         # 11% slower per BERT-mini training step).
         flat = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])  # (B * P, H)
         if self.token_embedding is not None:
-            kernel = tf.cast(self.token_embedding.embeddings, hidden.dtype)
+            kernel = _vocabulary.embedding_table(self.token_embedding, hidden.dtype)
             logits = _vocabulary.tied_logits(flat, kernel)  # (B * P, V)
         else:
             logits = tf.matmul(flat, tf.cast(self.output_kernel, hidden.dtype))

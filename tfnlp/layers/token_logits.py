@@ -84,7 +84,7 @@ class TokenLogits(keras.layers.Layer):
         # the vocabulary matrix, see MaskedLMHead).
         flat = tf.reshape(inputs, [-1, tf.shape(inputs)[-1]])  # (N, H)
         if self.token_embedding is not None:
-            kernel = tf.cast(self.token_embedding.embeddings, flat.dtype)
+            kernel = _vocabulary.embedding_table(self.token_embedding, flat.dtype)
             logits = _vocabulary.tied_logits(flat, kernel)  # (N, V)
         else:
             logits = tf.matmul(flat, tf.cast(self.kernel, flat.dtype))
