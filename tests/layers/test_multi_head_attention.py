@@ -345,12 +345,27 @@ def test_bad_configuration_names_the_argument(kwargs, message):
 
 @pytest.mark.parametrize(
     "mask_shape, message",
-    [((2, 5), "rank 3"), ((2, 4, 4), "T=5"), ((2, 5, 3), "S=4")],
+    [((2, 5), "rank 3"), ((2, 4, 4), "T=5"), ((2, 5, 3), "S=4"), ((3, 5, 4), "B=2")],
 )
 def test_bad_attention_mask_shape(mask_shape, message):
     layer = MultiHeadAttention(num_heads=2, key_dim=4)
     with pytest.raises(ValueError, match=message):
         layer(_normal(2, 5, 8), _normal(2, 4, 8), attention_mask=np.ones(mask_shape, bool))
+
+
+def test_attention_mask_batch_size_is_checked_at_run_time_when_unknown_before():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    layer(_normal(1, 5, 8), _normal(1, 4, 8))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5, 8]), tf.TensorSpec([None, 5, 4], tf.bool)])
+    def attend(x, mask):
+        return layer(x, x[:, :4], attention_mask=mask)
+
+    assert attend(_normal(1, 5, 8), np.ones((1, 5, 4), bool)).shape == (1, 5, 8)
+    assert attend(_normal(2, 5, 8), np.ones((1, 5, 4), bool)).shape == (2, 5, 8)  # broadcast
+    # A batch-1 input with a batch-3 mask used to give 3 outputs.
+    with pytest.raises(tf.errors.InvalidArgumentError, match="axis 0 must be the batch size"):
+        attend(_normal(1, 5, 8), np.ones((3, 5, 4), bool))
 
 
 def test_cache_needs_equal_key_and_value_dims():

@@ -118,6 +118,22 @@ def test_cache_needs_an_attention_mask_and_index_needs_cache():
         block(_normal(1, 1, 8), cache=tf.zeros((1, 2, 3, 2, 4)), cache_update_index=0)
     with pytest.raises(ValueError, match="without `cache`"):
         block(_normal(1, 1, 8), cache_update_index=0)
+    # Without the index the cache would be read, never written: stale keys.
+    with pytest.raises(ValueError, match="`cache_update_index` is required with `cache`"):
+        block(_normal(1, 1, 8), attention_mask=masks.causal_mask(1, 3, 0)[None],
+              cache=tf.zeros((1, 2, 3, 2, 4)))
+
+
+@pytest.mark.parametrize(
+    "mask_shape, message",
+    # A (B, S) mask where B == T used to broadcast into a wrong (B, B, S) one.
+    [((4, 4), "rank 3"), ((3, 4, 4), "B=1"), ((1, 4, 5), "S=4"), ((1, 3, 4), "T=4")],
+)
+def test_bad_attention_mask_shape_is_named_before_it_meets_the_padding_mask(mask_shape, message):
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    with pytest.raises(ValueError, match=message):
+        block(_normal(1, 4, 8), padding_mask=np.ones((1, 4), bool),
+              attention_mask=np.ones(mask_shape, bool))
 
 
 def test_all_padding_sequence_is_finite():

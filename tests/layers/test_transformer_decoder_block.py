@@ -129,6 +129,16 @@ def test_cross_attention_needs_an_encoder_at_build():
         block(_normal(1, 3, 8), _normal(1, 2, 8))
 
 
+def test_a_block_with_cross_attention_needs_the_encoder_at_every_call():
+    block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    with pytest.raises(ValueError, match="not built yet"):
+        block.compute_cross_attention_cache(_normal(1, 2, 8))
+    block(_normal(1, 3, 8), _normal(1, 2, 8))
+    # Called without it, the output would silently skip the encoder.
+    with pytest.raises(ValueError, match="built with cross-attention"):
+        block(_normal(1, 3, 8))
+
+
 def test_cache_needs_its_update_index():
     block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
     block(_normal(1, 3, 8))

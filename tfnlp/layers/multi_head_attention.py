@@ -13,8 +13,14 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.dropout import apply_keep_mask
 
 
-def _check_attention_mask(attention_mask, query_length, key_length):
-    """Checks a `(B, T, S)` mask against the static query and key lengths."""
+def check_attention_mask(attention_mask, queries, key_length):
+    """`attention_mask` checked as `(B, T, S)` against the `(B, T, ...)` queries and the key length.
+
+    Each axis must match or be 1 (broadcast). Static sizes are checked when
+    traced; a batch size known only at run time is checked then (the
+    returned mask carries the check).
+    """
+    attention_mask = tf.convert_to_tensor(attention_mask)
     shape = attention_mask.shape
     if shape.rank is not None and shape.rank != 3:
         raise ValueError(
@@ -22,14 +28,25 @@ def _check_attention_mask(attention_mask, query_length, key_length):
             f"{shape}."
         )
     if shape.rank is None:
-        return
-    for axis, expected, what in ((1, query_length, "T"), (2, key_length, "S")):
+        return attention_mask
+    sizes = (queries.shape[0], queries.shape[1], key_length)
+    for axis, (expected, what) in enumerate(zip(sizes, ("B", "T", "S"), strict=True)):
         size = shape[axis]
         if size is not None and expected is not None and size not in (1, expected):
             raise ValueError(
                 f"`attention_mask` has shape {shape}, but its axis {axis} must be "
                 f"{what}={expected} (or 1 to broadcast)."
             )
+    if (shape[0] is None or sizes[0] is None) and not tf.executing_eagerly():
+        rows, batch = tf.shape(attention_mask)[0], tf.shape(queries)[0]
+        check = tf.debugging.Assert(
+            (rows == 1) | (rows == batch),
+            ["`attention_mask`'s axis 0 must be the batch size B (or 1 to broadcast); got",
+             rows, "for B =", batch],
+        )
+        with tf.control_dependencies([check]):
+            attention_mask = tf.identity(attention_mask)
+    return attention_mask
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -265,8 +282,7 @@ class MultiHeadAttention(keras.layers.Layer):
             key_proj, value_proj = cache[:, 0], cache[:, 1]
 
         if attention_mask is not None:
-            attention_mask = tf.convert_to_tensor(attention_mask)
-            _check_attention_mask(attention_mask, query.shape[1], key_proj.shape[1])
+            attention_mask = check_attention_mask(attention_mask, query, key_proj.shape[1])
         mask = masks_lib.combine_masks(
             attention_mask,
             None if query_mask is None else tf.expand_dims(query_mask, -1),

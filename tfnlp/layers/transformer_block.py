@@ -5,6 +5,7 @@ import keras
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import key_padding_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
+from tfnlp.layers.multi_head_attention import check_attention_mask
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -49,7 +50,8 @@ class TransformerBlock(TransformerBlockBase):
         padding_mask: optional bool or int tensor `(B, S)`.
         attention_mask: optional bool or int tensor `(B, T, S)`.
         cache: optional tensor `(B, 2, S_max, num_heads, hidden // num_heads)`.
-        cache_update_index: optional int or scalar int tensor.
+        cache_update_index: int or scalar int tensor, required with `cache`:
+            the cache slot of the first of `inputs`.
         training: bool, whether dropout is active.
 
     Returns:
@@ -92,11 +94,20 @@ class TransformerBlock(TransformerBlockBase):
             )
         if cache is None and cache_update_index is not None:
             raise ValueError("`cache_update_index` was given without `cache`.")
+        if cache is not None and cache_update_index is None:
+            raise ValueError(
+                "`cache_update_index` is required with `cache`: the index of the cache "
+                "slot the first of `inputs` is written to."
+            )
         self._check_call((
             ("inputs", inputs, "BTD"),
             ("padding_mask", padding_mask, "BT" if cache is None else "BM"),
             ("cache", cache, "BCMHK"),
         ))
+        if attention_mask is not None:  # before it meets the padding mask
+            attention_mask = check_attention_mask(
+                attention_mask, inputs, inputs.shape[1] if cache is None else cache.shape[2]
+            )
         # With a cache the implicit mask covers the new tokens, not the slots.
         implicit_source = inputs if cache is None else None
         mask = masks_lib.combine_masks(

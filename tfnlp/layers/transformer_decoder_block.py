@@ -101,6 +101,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
         )
 
     def _require_cross_attention(self):
+        if not self.built:
+            raise ValueError(
+                "This TransformerDecoderBlock is not built yet: call it once (with "
+                "`encoder_sequence`, to give it cross-attention) before "
+                "`compute_cross_attention_cache`."
+            )
         if self._cross_attention is None:
             raise ValueError(
                 "This TransformerDecoderBlock was built without an encoder sequence, "
@@ -131,6 +137,12 @@ class TransformerDecoderBlock(TransformerBlockBase):
         has_encoder = encoder_sequence is not None or cross_attention_cache is not None
         if has_encoder:
             self._require_cross_attention()
+        elif self._cross_attention is not None:
+            raise ValueError(
+                "This TransformerDecoderBlock was built with cross-attention: pass "
+                "`encoder_sequence` (or `cross_attention_cache`); without them its "
+                "output would skip the encoder."
+            )
         if self_attention_cache is None:
             if self_attention_cache_update_index is not None:
                 raise ValueError(
