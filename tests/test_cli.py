@@ -74,7 +74,33 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     assert "`pretrained`" in _error(capsys, ["finetune", "--pretrained", str(tmp_path / "none"), "--output", "o"])
     assert "STOP <= steps" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--steps", "5",
                                               "--profile", "3:9"])
+    config.write_text(json.dumps({"profile": 615}))  # what YAML 1.1 reads for an unquoted 10:15
+    assert "quote it" in _error(capsys, ["pretrain", "elmo", "--config", str(config), "--output", "o"])
+    assert "`sequence_length` must be at least 5" in _error(
+        capsys, ["pretrain", "bert", "--output", "o", "--sequence-length", "4"])
+    words = tmp_path / "words.txt"
+    words.write_text("<S>\n</S>\n<UNK>\nthe\n", encoding="utf-8")
+    assert "not a WordPiece vocabulary" in _error(
+        capsys, ["pretrain", "unilm", "--output", "o", "--vocabulary", str(words)])
+    assert "`size` must exceed the 5 reserved" in _error(
+        capsys, ["vocab", "--corpus", str(corpus), "--size", "5", "--output", "v.txt"])
+    pretrained = tmp_path / "pretrained"
+    pretrained.mkdir()
+    (pretrained / "config.json").write_text(json.dumps({"kind": "bert", "settings": {"sequence_length": 64}}))
+    assert "exceeds the pretrained model's position table (64" in _error(
+        capsys, ["finetune", "--pretrained", str(pretrained), "--output", "o"])  # default 128
     assert not (tmp_path / "o").exists()  # nothing was started
+
+
+def test_a_corpus_of_one_sentence_documents_is_refused_for_bert_pretraining(tmp_path, capsys):
+    # Next-sentence pairs need two sentences of one document; before, the
+    # repeated pipeline waited forever for a first batch.
+    corpus = tmp_path / "reviews.txt"
+    corpus.write_text("\n\n".join(["Great coffee, will buy again.", "Stale and bitter."] * 30),
+                      encoding="utf-8")
+    with pytest.raises(SystemExit, match="gives no bert training batch of 8"):
+        cli.main(["pretrain", "bert", "--corpus", str(corpus), "--vocabulary-size", "100",
+                  "--sequence-length", "32", "--batch-size", "8", "--output", str(tmp_path / "o")])
 
 
 def test_yaml_config_and_flags_override_it(tmp_path):
@@ -139,9 +165,16 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
 
     reviews = tmp_path / "reviews"
     out = _tfnlp_here(capsys, "finetune", "--pretrained", str(bert), "--output", str(reviews),
-                      "--steps", "2", "--batch-size", "8", "--sequence-length", "32")
+                      "--steps", "2", "--batch-size", "8", "--sequence-length", "32",
+                      "--dtype", "mixed_bfloat16")
     assert "test accuracy" in out
+    # --dtype reaches the pretrained (float32) encoder too, not only the new head.
+    classifier = keras.saving.load_model(reviews / "model.keras", compile=False)
+    assert {layer.dtype_policy.name for layer in classifier.backbone._flatten_layers()
+            if layer.weights} == {"mixed_bfloat16"}
     _tfnlp_here(capsys, "export", "--model", str(reviews), "--output", str(tmp_path / "served"))
+    with pytest.raises(SystemExit, match=r"is not a SavedModel; it holds the version\(s\) \['1'\]"):
+        list(__import__("tfnlp._commands", fromlist=["generate"]).generate(str(tmp_path / "served"), ["x"]))
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "served" / "1"),
                    stdin="great coffee, will buy again\nstale and bitter\n").strip().split("\n")
     assert len(lines) == 2 and all(line.split("\t")[0] in ("other", "great") for line in lines)

@@ -134,6 +134,17 @@ def pretrain(model_name, settings):
             "unilm": (data.unilm_pretraining_dataset, models.unilm_batch, models.UniLMBackbone,
                       models.UniLM),
         }[model_name]
+        # The pairs come from consecutive sentence chunks of one document: a
+        # corpus of one-sentence documents (fine_food_reviews: one review
+        # each) gives none, and the repeated pipeline would wait forever.
+        once = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
+        if not list(pipeline(once.map(dense_row), tokenizer, **common).take(1)):
+            raise SystemExit(
+                f"tfnlp: error: `corpus` {settings['corpus']!r} gives no {model_name} training "
+                f"batch of {settings['batch_size']}: pretraining pairs consecutive sentences of a "
+                "document, so it needs documents of several sentences (a blank line separates "
+                "documents in a text file), enough for at least one batch."
+            )
         dataset = pipeline(corpus, tokenizer, **common).map(batch)
         with strategy.scope():
             backbone = backbone_class.from_preset(
@@ -197,7 +208,13 @@ def finetune(settings):
         pretrainer = keras.saving.load_model(
             os.path.join(settings["pretrained"], "model.keras"), safe_mode=True, compile=False
         )
-        model = models.BertClassifier(pretrainer.backbone, num_classes=len(datasets.FINE_FOOD_LABELS))
+        # The .keras file keeps the dtype policy it was pretrained with;
+        # `--dtype` applies to the fine-tuned model, so the backbone is
+        # rebuilt in it and given the pretrained weights.
+        config = dict(pretrainer.backbone.get_config(), dtype=settings["dtype"])
+        backbone = models.BertBackbone.from_config(config)
+        backbone.set_weights(pretrainer.backbone.get_weights())
+        model = models.BertClassifier(backbone, num_classes=len(datasets.FINE_FOOD_LABELS))
         schedule = training.LinearWarmupLinearDecay(
             settings["learning_rate"], max(1, settings["steps"] // 10), settings["steps"]
         )
@@ -206,7 +223,7 @@ def finetune(settings):
         _write_lines(os.path.join(settings["output"], "vocab.txt"), vocabulary)
     probe = "Great coffee, fresh and strong; I would buy it again."
     history = _fit(model, dataset, settings, paths,
-                   [_attention_images(pretrainer.backbone, preprocessor.tokenizer, settings, paths, probe)])
+                   [_attention_images(backbone, preprocessor.tokenizer, settings, paths, probe)])
     test = data.classification_dataset(
         datasets.load_fine_food_reviews("test"), preprocessor, settings["batch_size"], drop_remainder=False
     )
@@ -257,6 +274,13 @@ def generate(saved_model, texts):
     """Output lines of a SavedModel's `serving_default` on `texts`."""
     if not os.path.isdir(saved_model):
         raise SystemExit(f"tfnlp: error: `--saved-model` {saved_model!r} is not a directory.")
+    if not tf.saved_model.contains_saved_model(saved_model):
+        versions = sorted(
+            d for d in os.listdir(saved_model)
+            if tf.saved_model.contains_saved_model(os.path.join(saved_model, d))
+        )
+        hint = f"; it holds the version(s) {versions}: pass e.g. {os.path.join(saved_model, versions[-1])!r}" if versions else ""
+        raise SystemExit(f"tfnlp: error: `--saved-model` {saved_model!r} is not a SavedModel{hint}.")
     import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
     signature = tf.saved_model.load(saved_model).signatures["serving_default"]

@@ -95,6 +95,11 @@ class ConfigError(ValueError):
 
 
 def _check_value(name, value, kind, choices):
+    if name == "profile" and isinstance(value, int) and not isinstance(value, bool):
+        raise ConfigError(  # YAML 1.1 reads an unquoted 10:15 as the base-60 number 615
+            f"`profile` must be a string 'START:STOP', got the number {value}: "
+            "quote it in a YAML file ('10:15')."
+        )
     if kind is float and isinstance(value, str):  # YAML 1.1 reads 1e-3 as text
         try:
             value = float(value)
@@ -245,10 +250,52 @@ def _check_settings(command, settings):
     for name in ("pretrained", "model"):
         if name in settings and not os.path.isfile(os.path.join(settings[name], "config.json")):
             raise ConfigError(f"`{name}` {settings[name]!r} is not a tfnlp output directory (no config.json).")
+    if command in ("bert", "unilm") and settings["sequence_length"] < 5:
+        raise ConfigError(
+            "`sequence_length` must be at least 5 ([CLS] A [SEP] B [SEP]), "
+            f"got {settings['sequence_length']}."
+        )
+    if command in ("bert", "unilm") and settings["vocabulary"]:
+        _check_wordpiece_file(settings["vocabulary"])
+    if command == "vocab":
+        # The reserved tokens: [PAD] [UNK] [CLS] [SEP] [MASK]; <S> </S> <UNK> for words.
+        reserved = 5 if settings["kind"] == "wordpiece" else 3
+        if settings["size"] <= reserved:
+            raise ConfigError(
+                f"`size` must exceed the {reserved} reserved tokens of a {settings['kind']} "
+                f"vocabulary, got {settings['size']}."
+            )
+    if command == "finetune":
+        _check_finetune_length(settings)
     if command == "unilm" and settings["batch_size"] % 6:
         raise ConfigError(
             "`batch_size` must be a multiple of 6 for UniLM (the four objectives in every batch), "
             f"got {settings['batch_size']}."
+        )
+
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # tfnlp.data.SPECIAL_TOKENS
+
+
+def _check_wordpiece_file(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        tokens = {line.rstrip("\n") for line in f}
+    missing = [t for t in SPECIAL_TOKENS if t not in tokens]
+    if missing:
+        raise ConfigError(
+            f"`vocabulary` {path!r} is not a WordPiece vocabulary: it lacks {missing} "
+            "(make one with `tfnlp vocab --kind wordpiece`)."
+        )
+
+
+def _check_finetune_length(settings):
+    with open(os.path.join(settings["pretrained"], "config.json"), encoding="utf-8") as f:
+        pretrained = json.load(f).get("settings", {})
+    longest = pretrained.get("sequence_length")
+    if isinstance(longest, int) and settings["sequence_length"] > longest:
+        raise ConfigError(
+            f"`sequence_length` ({settings['sequence_length']}) exceeds the pretrained model's "
+            f"position table ({longest}, its pretraining `sequence_length`)."
         )
 
 
