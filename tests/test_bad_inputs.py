@@ -537,6 +537,8 @@ CASES = [
     call(M.TransformerClassifier, ValueError, r"`segment_ids` has shape \(1, 6\), but its axis T "
          r".* must be 5", lambda: _model("text_classifier")(
              _bert_inputs(segment_ids=np.zeros((1, 6), "int32")))),
+    call(M.TransformerClassifier, ValueError, r"`token_ids` has no positions \(shape \(1, 0\)\)",
+         lambda: _model("text_classifier")({k: np.zeros((1, 0), "int32") for k in _bert_inputs()})),
     # TransformerSeq2Seq
     init(M.TransformerSeq2Seq, ValueError, r"`hidden_dim` \(8\) must be divisible by `num_heads` "
          r"\(3\)", V, hidden_dim=8, num_heads=3),
@@ -565,6 +567,12 @@ CASES = [
     call(M.TransformerSeq2Seq, ValueError, r"`decoder_token_ids` has shape \(2, 3\), but its axis "
          r"B .* must be 1", lambda: _model("seq2seq")(
              _seq2seq_inputs(decoder_token_ids=np.ones((2, 3), "int32")))),
+    call(M.TransformerSeq2Seq, ValueError, r"`decoder_token_ids` has no positions \(shape \(1, 0\)\)",
+         lambda: _model("seq2seq")(_seq2seq_inputs(decoder_token_ids=np.zeros((1, 0), "int32"),
+                                                   decoder_padding_mask=np.zeros((1, 0), "int32")))),
+    call(M.TransformerSeq2Seq, ValueError, r"`encoder_token_ids` has no positions \(shape \(1, 0\)\)",
+         lambda: _model("seq2seq")(_seq2seq_inputs(encoder_token_ids=np.zeros((1, 0), "int32"),
+                                                   encoder_padding_mask=np.zeros((1, 0), "int32")))),
     call(M.TransformerSeq2Seq, ValueError, r"`start_id` must be in \[0, 20\) .*got 25",
          lambda: _model("seq2seq").generate(
              tf.constant([[5, 6, 7, 3]]), start_id=25, end_id=3, max_length=4)),

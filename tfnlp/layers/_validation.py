@@ -247,6 +247,21 @@ def static_index(name, index):
     return value
 
 
+def has_positions(inputs, reasons):
+    """Refuses the sequences of a model's input dict whose length axis is statically 0.
+
+    `reasons`: `{name: why a sequence needs a position}`. An empty sequence
+    would otherwise fail deep in TensorFlow (Keras' `Add` of empty axes).
+    """
+    if isinstance(inputs, dict):
+        for name, why in reasons.items():
+            value = inputs.get(name)
+            shape = getattr(value, "shape", None)
+            if shape is not None and shape.rank is not None and shape.rank >= 2 and shape[1] == 0:
+                raise ValueError(f"`{name}` has no positions (shape {tuple(shape)}); {why}")
+    return inputs
+
+
 def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
     """A Functional model's int inputs, checked before Keras casts them to int32.
 

@@ -173,13 +173,9 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
             inputs, self._input_specs(),
             limits={"T": (self.max_sequence_length, "max_sequence_length")},
         )
-        token_ids = inputs.get("token_ids") if isinstance(inputs, dict) else None
-        if token_ids is not None and token_ids.shape.rank == 2 and token_ids.shape[1] == 0:
-            raise ValueError(
-                f"`token_ids` has no positions (shape {tuple(token_ids.shape)}); every sequence "
-                "needs at least its [CLS] token, which the pooled output reads."
-            )
-        return inputs
+        return _validation.has_positions(inputs, {
+            "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
+        })
 
     def _checked_task_inputs(self, inputs, **extra_specs):
         """A task model's inputs, dtypes and shapes checked before Keras casts them.

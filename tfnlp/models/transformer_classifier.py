@@ -185,7 +185,9 @@ class TransformerClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, Fro
 
     def _checked_inputs(self, inputs):
         specs = input_specs(self.vocabulary_size, self.num_segments)
-        return _validation.model_inputs(inputs, specs)
+        return _validation.has_positions(_validation.model_inputs(inputs, specs), {
+            "token_ids": "every text needs at least one token for the classifier to pool.",
+        })
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

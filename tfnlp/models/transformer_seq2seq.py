@@ -255,7 +255,10 @@ class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, FromCo
             "decoder_token_ids": ("BT", target_size, _TARGET_SIZE),
             "decoder_padding_mask": ("BT", None, None),
         }
-        return _validation.model_inputs(inputs, specs)
+        return _validation.has_positions(_validation.model_inputs(inputs, specs), {
+            "encoder_token_ids": "every source needs at least one token (its end token).",
+            "decoder_token_ids": "the decoder needs at least its start token.",
+        })
 
     def _checked_source(self, encoder_token_ids, encoder_padding_mask, **token_ids):
         """`check_source`, the source ids' range and the generation token ids' range."""
