@@ -255,9 +255,10 @@ class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, FromCo
             "decoder_token_ids": ("BT", target_size, _TARGET_SIZE),
             "decoder_padding_mask": ("BT", None, None),
         }
+        # An empty decoder sequence is allowed: no target, zero loss and zero
+        # gradients (tests/test_numerics.py).
         return _validation.has_positions(_validation.model_inputs(inputs, specs), {
             "encoder_token_ids": "every source needs at least one token (its end token).",
-            "decoder_token_ids": "the decoder needs at least its start token.",
         })
 
     def _checked_source(self, encoder_token_ids, encoder_padding_mask, **token_ids):
