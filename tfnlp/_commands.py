@@ -120,8 +120,8 @@ def pretrain(model_name, settings):
             )
         vocabulary_path = os.path.join(output, "vocab.txt")
         tokenizer = data.WordPieceTokenizer(vocabulary)
-        corpus = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
-        corpus = corpus.map(dense_row).repeat()  # documents: 1-D tf.string
+        # documents: 1-D tf.string
+        once = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string)).map(dense_row)
         common = dict(sequence_length=settings["sequence_length"],
                       max_predictions_per_seq=settings["max_predictions"],
                       batch_size=settings["batch_size"], seed=settings["seed"], shuffle_buffer=1000)
@@ -137,15 +137,14 @@ def pretrain(model_name, settings):
         # The pairs come from consecutive sentence chunks of one document: a
         # corpus of one-sentence documents (fine_food_reviews: one review
         # each) gives none, and the repeated pipeline would wait forever.
-        once = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string))
-        if not list(pipeline(once.map(dense_row), tokenizer, **common).take(1)):
+        if not list(pipeline(once, tokenizer, **common).take(1)):
             raise SystemExit(
                 f"tfnlp: error: `corpus` {settings['corpus']!r} gives no {model_name} training "
                 f"batch of {settings['batch_size']}: pretraining pairs consecutive sentences of a "
                 "document, so it needs documents of several sentences (a blank line separates "
                 "documents in a text file), enough for at least one batch."
             )
-        dataset = pipeline(corpus, tokenizer, **common).map(batch)
+        dataset = pipeline(once.repeat(), tokenizer, **common).map(batch)
         with strategy.scope():
             backbone = backbone_class.from_preset(
                 settings["preset"], vocabulary_size=len(vocabulary),
