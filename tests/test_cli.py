@@ -103,6 +103,19 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_bert_pretraining(tmp_
                   "--sequence-length", "32", "--batch-size", "8", "--output", str(tmp_path / "o")])
 
 
+def test_documents_in_a_corpus_file_end_at_lines_that_are_blank_once_stripped(tmp_path):
+    from tfnlp import _commands
+
+    corpus = tmp_path / "corpus.txt"
+    # Spaces or tabs on the separating line, Windows line ends, blank lines
+    # at the start and end, and several blank lines in a row.
+    corpus.write_bytes(b"\n  \nOne.\r\nTwo.\r\n \t \r\nThree.\n\n\n\nFour.\nFive.  \n\n")
+    assert _commands.read_corpus(str(corpus)) == [["One.", "Two."], ["Three."], ["Four.", "Five."]]
+    corpus.write_text(" \n\t\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="holds no text"):
+        _commands.read_corpus(str(corpus))
+
+
 def test_yaml_config_and_flags_override_it(tmp_path):
     pytest.importorskip("yaml")
     config = tmp_path / "settings.yaml"

@@ -19,9 +19,15 @@ def read_corpus(corpus):
         return datasets.read_documents(corpus, "train")
     if corpus == "fine_food_reviews":
         return [[text] for text, _ in datasets.read_fine_food_reviews("train")]
+    # A line that is empty once stripped (spaces, tabs, a Windows "\r")
+    # ends a document.
+    documents = [[]]
     with open(corpus, encoding="utf-8", errors="replace") as f:
-        blocks = f.read().split("\n\n")
-    documents = [[line.strip() for line in block.splitlines() if line.strip()] for block in blocks]
+        for line in f:
+            if line.strip():
+                documents[-1].append(line.strip())
+            elif documents[-1]:
+                documents.append([])
     documents = [d for d in documents if d]
     if not documents:
         raise SystemExit(f"tfnlp: error: `corpus` {corpus!r} holds no text.")
