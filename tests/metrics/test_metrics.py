@@ -203,6 +203,11 @@ def test_bytes_and_str_score_the_same():
     as_bytes = [r.encode() for r in references], [h.encode() for h in hypotheses]
     assert corpus_bleu(*as_bytes) == corpus_bleu(references, hypotheses) > 0
     assert rouge_scores(*as_bytes) == rouge_scores(references, hypotheses)
+    # Also with a tokenizer for str only, as the docstrings suggest for
+    # tokenised text; invalid UTF-8 is replaced, as by the default tokenizer.
+    for metric in (corpus_bleu, rouge_scores):
+        assert metric(*as_bytes, tokenize=str.split) == metric(references, hypotheses, tokenize=str.split)
+    assert corpus_bleu([b"a \xff b c d"], [b"a \xff b c d"], tokenize=str.split) == 100.0
 
 
 def _bleu(references, hypotheses, **kwargs):

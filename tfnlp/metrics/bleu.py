@@ -117,8 +117,13 @@ def _check_corpus(references, hypotheses):
                 f"`references[{i}]` must be a text or a non-empty list of texts, "
                 f"got {reference!r:.80}."
             )
-        reference_lists.append(reference)
-    return reference_lists, hypotheses
+        reference_lists.append([_as_text(r) for r in reference])
+    return reference_lists, [_as_text(h) for h in hypotheses]
+
+
+def _as_text(text):
+    """`str`, UTF-8 `bytes` decoded, so that any `tokenize` (e.g. `str.split`) takes it."""
+    return text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
 
 
 def _check_tokenize(tokenize):
@@ -163,7 +168,9 @@ def corpus_bleu_details(
         references: a list of reference texts, one per hypothesis, or a list
             of lists of reference texts (several references per hypothesis;
             lists may differ in length). Texts are `str` or UTF-8 `bytes`.
-        hypotheses: a list of hypothesis texts (`str` or UTF-8 `bytes`).
+        hypotheses: a list of hypothesis texts (`str` or UTF-8 `bytes`;
+            `bytes` are decoded, invalid sequences replaced by U+FFFD,
+            before `tokenize` sees them, as are references).
         max_order: int >= 1, the longest n-gram counted.
         smooth: bool, add one to the matches and to the n-gram count of every
             order n > 1 (Lin and Och, 2004; sacrebleu's
@@ -246,7 +253,9 @@ def corpus_bleu(
     Args:
         references: a list of reference texts, one per hypothesis, or a list
             of lists of reference texts (several references per hypothesis).
-        hypotheses: a list of hypothesis texts (`str` or UTF-8 `bytes`).
+        hypotheses: a list of hypothesis texts (`str` or UTF-8 `bytes`;
+            `bytes` are decoded, invalid sequences replaced by U+FFFD,
+            before `tokenize` sees them, as are references).
         max_order: int >= 1, the longest n-gram counted.
         smooth: bool, add-one smoothing of the orders n > 1 (Lin and Och,
             2004).

@@ -59,7 +59,9 @@ def rouge_scores(references, hypotheses, tokenize=tokenize_for_evaluation):
     Args:
         references: a list of reference texts, one per hypothesis, or a list
             of lists of reference texts. Texts are `str` or UTF-8 `bytes`.
-        hypotheses: a list of hypothesis texts (`str` or UTF-8 `bytes`).
+        hypotheses: a list of hypothesis texts (`str` or UTF-8 `bytes`;
+            `bytes` are decoded, invalid sequences replaced by U+FFFD,
+            before `tokenize` sees them, as are references).
         tokenize: callable, a text to a list of tokens;
             `tokenize_for_evaluation` by default.
 
