@@ -82,6 +82,13 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     words.write_text("<S>\n</S>\n<UNK>\nthe\n", encoding="utf-8")
     assert "not a WordPiece vocabulary" in _error(
         capsys, ["pretrain", "unilm", "--output", "o", "--vocabulary", str(words)])
+    wordpiece = tmp_path / "vocab.txt"
+    wordpiece.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n", encoding="utf-8")
+    assert "not a words vocabulary: it must start with ['<S>', '</S>', '<UNK>']" in _error(
+        capsys, ["pretrain", "elmo", "--output", "o", "--vocabulary", str(wordpiece)])
+    words.write_text("<S>\n</S>\n<UNK>\nthe\na\nthe\n", encoding="utf-8")
+    assert "lists words more than once: ['the']" in _error(
+        capsys, ["pretrain", "elmo", "--output", "o", "--vocabulary", str(words)])
     assert "`size` must exceed the 5 reserved" in _error(
         capsys, ["vocab", "--corpus", str(corpus), "--size", "5", "--output", "v.txt"])
     pretrained = tmp_path / "pretrained"
@@ -196,9 +203,14 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
 def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
+    # The softmax's words from `tfnlp vocab --kind words`.
+    _tfnlp_here(capsys, "vocab", "--corpus", str(corpus), "--kind", "words", "--size", "20",
+                "--output", str(tmp_path / "words.txt"))
     out = _tfnlp_here(capsys, "pretrain", "elmo", "--corpus", str(corpus), "--steps", "2",
-                      "--batch-size", "4", "--sequence-length", "12", "--output", str(tmp_path / "elmo"))
-    assert "2 steps done" in out and (tmp_path / "elmo" / "words.txt").exists()
+                      "--batch-size", "4", "--sequence-length", "12", "--output", str(tmp_path / "elmo"),
+                      "--vocabulary", str(tmp_path / "words.txt"))
+    assert "2 steps done" in out
+    assert (tmp_path / "elmo" / "words.txt").read_text() == (tmp_path / "words.txt").read_text()
     _tfnlp_here(capsys, "export", "--model", str(tmp_path / "elmo"),
                 "--output", str(tmp_path / "elmo_served"))
     line = _tfnlp_here(capsys, "generate", "--saved-model", str(tmp_path / "elmo_served" / "1"),

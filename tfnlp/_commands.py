@@ -94,7 +94,10 @@ def pretrain(model_name, settings):
     output = settings["output"]
     if model_name == "elmo":
         sentences = [s for d in documents for s in d]
-        vocabulary = data.build_word_vocabulary(sentences, settings["vocabulary_size"], min_count=1)
+        if settings["vocabulary"]:
+            vocabulary = _read_lines(settings["vocabulary"])
+        else:
+            vocabulary = data.build_word_vocabulary(sentences, settings["vocabulary_size"], min_count=1)
         vocabulary_path = os.path.join(output, "words.txt")
         dataset = data.elmo_dataset(
             tf.data.Dataset.from_tensor_slices(sentences).repeat(), vocabulary,

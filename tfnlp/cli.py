@@ -20,6 +20,7 @@ is written to `OUTPUT/config.json`, which `export` reads.
 """
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -60,7 +61,10 @@ PRETRAIN = {
     },
     "elmo": {
         "corpus": (str, "en_novels", CORPUS_HELP, None),
-        "vocabulary_size": (int, 20000, "output words (the softmax); inputs are characters", None),
+        "vocabulary": (str, "", "words vocabulary file for the softmax (`tfnlp vocab --kind words`; "
+                       "empty: build one from the corpus)", None),
+        "vocabulary_size": (int, 20000, "output words of a built vocabulary (the softmax); inputs are "
+                            "characters", None),
         "preset": (str, "elmo_small", "model size", ("elmo_small", "elmo_original")),
         "sequence_length": (int, 40, "tokens per sentence, <S> and </S> included", None),
         "max_characters": (int, 50, "characters per word", None),
@@ -257,6 +261,8 @@ def _check_settings(command, settings):
         )
     if command in ("bert", "unilm") and settings["vocabulary"]:
         _check_wordpiece_file(settings["vocabulary"])
+    if command == "elmo" and settings["vocabulary"]:
+        _check_words_file(settings["vocabulary"])
     if command == "vocab":
         # The reserved tokens: [PAD] [UNK] [CLS] [SEP] [MASK]; <S> </S> <UNK> for words.
         reserved = 5 if settings["kind"] == "wordpiece" else 3
@@ -286,6 +292,22 @@ def _check_wordpiece_file(path):
             f"`vocabulary` {path!r} is not a WordPiece vocabulary: it lacks {missing} "
             "(make one with `tfnlp vocab --kind wordpiece`)."
         )
+
+
+WORD_TOKENS = ("<S>", "</S>", "<UNK>")  # tfnlp.data.elmo's BOS, EOS, UNK
+
+
+def _check_words_file(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        words = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    if tuple(words[:3]) != WORD_TOKENS:
+        raise ConfigError(
+            f"`vocabulary` {path!r} is not a words vocabulary: it must start with "
+            f"{list(WORD_TOKENS)}, got {words[:3]} (make one with `tfnlp vocab --kind words`)."
+        )
+    repeated = sorted(w for w, n in collections.Counter(words).items() if n > 1)
+    if repeated:
+        raise ConfigError(f"`vocabulary` {path!r} lists words more than once: {repeated[:5]}.")
 
 
 def _check_finetune_length(settings):
