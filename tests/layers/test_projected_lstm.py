@@ -145,6 +145,28 @@ def test_unroll_matches_while_loop(go_backwards):
     assert_allclose(unrolled(x, padding_mask=MASK), looped(x, padding_mask=MASK), atol=1e-6)
 
 
+@pytest.mark.parametrize("unroll", [False, True])
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_no_time_steps_give_an_empty_output(unroll, go_backwards):
+    layer = ProjectedLSTM(4, projection_dim=3, go_backwards=go_backwards, unroll=unroll)
+    empty = np.zeros((2, 0, 5), np.float32)
+    assert layer(empty, padding_mask=np.zeros((2, 0), bool)).shape == (2, 0, 3)
+
+    # Also when T (and B) are known only at run time, with gradients.
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 5])])
+    def loss_and_gradients(x):
+        with tf.GradientTape() as tape:
+            outputs = layer(x)
+            loss = tf.reduce_sum(outputs)
+        return tf.shape(outputs), loss, tape.gradient(loss, layer.trainable_weights)
+
+    shape, loss, gradients = loss_and_gradients(empty)
+    assert shape.numpy().tolist() == [2, 0, 3] and float(loss) == 0.0
+    assert all(np.all(g.numpy() == 0) for g in gradients)
+    x = _normal(2, 4, 5)
+    assert_allclose(loss_and_gradients(x)[1], tf.reduce_sum(layer(x)), atol=1e-5)
+
+
 def test_gradients_are_finite():
     x = tf.constant(_normal(3, 5, 2, scale=3.0))
     layer = _randomized(ProjectedLSTM(4, projection_dim=3, cell_clip=1.0, projection_clip=0.5), x)

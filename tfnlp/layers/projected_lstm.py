@@ -38,7 +38,8 @@ class ProjectedLSTM(keras.layers.Layer):
     are returned in the original order: the output at `t` then summarises
     tokens `t..end`. Padding must be at the end of each row (right padding,
     as every tfnlp pipeline produces); padded steps never influence real
-    ones in either direction, and their outputs are zeros.
+    ones in either direction, and their outputs are zeros. Inputs with no
+    time steps (`T = 0`) give outputs of shape `(B, 0, output_dim)`.
 
     Args:
         units: int, cell (memory) size.
@@ -172,7 +173,9 @@ class ProjectedLSTM(keras.layers.Layer):
         output = tf.zeros([batch_size, self.output_dim], dtype)
 
         static_steps = inputs.shape[1]
-        if self.unroll and static_steps is not None:
+        if static_steps == 0:
+            outputs = tf.zeros([batch_size, 0, self.output_dim], dtype)
+        elif self.unroll and static_steps is not None:
             outputs = []
             for t in range(static_steps):
                 cell, output = self._step(xw[t], cell, output, recurrent_kernel, projection)
@@ -194,7 +197,13 @@ class ProjectedLSTM(keras.layers.Layer):
                 (0, cell, output, written),
                 maximum_iterations=num_steps,
             )
-            outputs = tf.transpose(written.stack(), [1, 0, 2])  # (B, T, output_dim)
+            # (B, T, output_dim). Stacking no steps needs the element shape,
+            # and B may be known only at run time, so T = 0 has its own branch.
+            outputs = tf.cond(
+                num_steps > 0,
+                lambda: tf.transpose(written.stack(), [1, 0, 2]),
+                lambda: tf.zeros([batch_size, 0, self.output_dim], dtype),
+            )
             outputs = tf.ensure_shape(outputs, [None, static_steps, self.output_dim])
 
         if self.go_backwards:
