@@ -46,8 +46,11 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     >>> round(float(sparse_softmax_cross_entropy(tf.constant([0]), logits)[0]), 4)
     0.2395
     """
+    label_smoothing = _validation.rate("label_smoothing", label_smoothing)
     logits = tf.cast(logits, tf.float32)
     labels = tf.cast(labels, tf.int32)
+    if logits.shape.rank is not None and logits.shape[-1] == 0:
+        raise ValueError(f"`logits` must have at least one class on its last axis, got {logits.shape}.")
     if (labels.shape.rank is not None and logits.shape.rank is not None
             and not labels.shape.is_compatible_with(logits.shape[:-1])):
         raise ValueError(
@@ -169,8 +172,10 @@ class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
     default reduction divides by the sum of the sample weights, so padded
     target positions (weight 0) neither add to the loss nor dilute it;
     under a `tf.distribute` strategy it divides by the sum over *all*
-    replicas, so the replicas' losses add up to exactly the single-device
-    loss however the weights fall between them.
+    replicas (of the weights, or of the positions when there are none), so
+    the replicas' losses add up to exactly the single-device loss however
+    the weights or examples fall between them. A position of weight 0 (or
+    masked by a Keras mask) drops out even where its loss is inf.
 
     Args:
         label_smoothing: float in [0, 1).
@@ -196,18 +201,26 @@ class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
         self.label_smoothing = _validation.rate("label_smoothing", label_smoothing)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
-        if self.reduction != "mean_with_sample_weight" or sample_weight is None:
+        if self.reduction != "mean_with_sample_weight":
             return super().__call__(y_true, y_pred, sample_weight=sample_weight)
         with tf.name_scope(self.name):
             values = self.call(y_true, y_pred)
-            weights = tf.broadcast_to(tf.cast(sample_weight, tf.float32), tf.shape(values))
+            # Without weights every position counts once: Keras' own reduction
+            # would divide by this replica's count and then by the number of
+            # replicas, wrong when the replicas' counts differ.
+            weights = tf.ones_like(values) if sample_weight is None else tf.broadcast_to(
+                tf.cast(sample_weight, tf.float32), tf.shape(values)
+            )
             mask = getattr(y_pred, "_keras_mask", None)
             if mask is not None:
                 weights *= tf.cast(mask, tf.float32)
             # Not scaled by 1 / replicas afterwards (Keras does that for its own
             # reductions): the global denominator already shares the loss out.
+            # A weight-0 position drops out even where its loss is inf (a
+            # target the logits rule out with -inf, e.g. padding).
             return tf.math.divide_no_nan(
-                tf.reduce_sum(values * weights), global_sum(tf.reduce_sum(weights))
+                tf.reduce_sum(tf.math.multiply_no_nan(values, weights)),
+                global_sum(tf.reduce_sum(weights)),
             )
 
     def call(self, y_true, y_pred):

@@ -39,7 +39,8 @@ class Perplexity(keras.metrics.Metric):
             if sample_weight is None
             else tf.broadcast_to(tf.cast(sample_weight, tf.float32), tf.shape(values))
         )
-        self.total.assign_add(tf.reduce_sum(values * weights))
+        # A padded token's NLL may be inf (e.g. a banned [PAD] target); weight 0 drops it.
+        self.total.assign_add(tf.reduce_sum(tf.math.multiply_no_nan(values, weights)))
         self.count.assign_add(tf.reduce_sum(weights))
 
     def result(self):
