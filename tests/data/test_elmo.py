@@ -33,6 +33,16 @@ def test_split_words_keeps_case_and_splits_punctuation():
     assert words[1] == [] and words[2] == [b"bad", "\ufffd".encode()]  # U+FFFD is a symbol
 
 
+def test_split_words_splits_on_every_whitespace_python_knows_and_only_there():
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]  # 29, Unicode's included
+    others = ["\u200b", "\u200d", "\ufeff", "\u00ad", "x"]  # zero-width and format: not spaces
+    words = data.split_words(tf.constant([f"a{c}b" for c in spaces + others])).to_list()
+    assert words[: len(spaces)] == [[b"a", b"b"]] * len(spaces)
+    assert words[len(spaces) :] == [[f"a{c}b".encode()] for c in others]
+    tokens = data.sentence_tokens(tf.constant(["\u3000\u3000", "\u00a0"]), 8).to_list()
+    assert tokens == [[b"<S>", b"</S>"]] * 2  # blank text: no words
+
+
 def test_sentence_tokens_read_at_most_max_input_bytes_and_never_half_a_character():
     texts = tf.constant(["ab é cd", "ab", "x" * 1000, b"ok \xff"])
     tokens = data.sentence_tokens(texts, 6, max_input_bytes=4).to_list()

@@ -17,12 +17,19 @@ BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 BOS_CHAR, EOS_CHAR, BOW_CHAR, EOW_CHAR, PAD_CHAR = 256, 257, 258, 259, 260
 CHARACTER_VOCABULARY_SIZE = 262  # 261 ids + the padding id 0
 
-_WORD_PATTERN = r"\s+|[\p{P}\p{S}]"  # split on spaces; punctuation and symbols are words
+# Split on whitespace as Python's `str.split()` knows it (RE2's `\s` is only
+# ASCII's [\t\n\f\r ]): also \v, the separators \x1c-\x1f, NEL and every
+# Unicode space, line and paragraph separator (\p{Z}: no-break, ideographic,
+# em spaces...). Punctuation and symbols are words of their own.
+_WORD_PATTERN = r"[\s\v\x{1c}-\x{1f}\x{85}\p{Z}]+|[\p{P}\p{S}]"
 _KEEP_PATTERN = r"[\p{P}\p{S}]"
 
 
 def split_words(texts):
     """Splits text into words: on whitespace, with punctuation as separate words.
+
+    Whitespace is what Python's `str.split()` splits on: Unicode spaces
+    (no-break, ideographic, ...) and line separators included.
 
     Case is kept (ELMo is cased). Invalid UTF-8 is replaced by U+FFFD first,
     which, being a symbol, becomes a word of its own.
