@@ -177,7 +177,8 @@ CASES = [
     call(L.Dropout, ValueError, r"`noise_shape` \(2, 3\) does not broadcast .* \(2, 8\)",
          lambda: L.Dropout(0.5, noise_shape=(2, 3))(_ones(2, 8), training=True)),
     # Highway
-    init(L.Highway, ValueError, r"`gate_bias` must be a number, got 'x'", gate_bias="x"),
+    init(L.Highway, ValueError, r"`gate_bias` must be a finite number, got 'x'", gate_bias="x"),
+    init(L.Highway, ValueError, r"`gate_bias` must be a finite number, got nan", gate_bias=float("nan")),
     init(L.Highway, ValueError, r"`activation` must name a Keras activation, got 'nope'",
          activation="nope"),
     init(L.Highway, ValueError, r"`kernel_initializer` must name a Keras initializer, got 'nope'",
@@ -278,10 +279,16 @@ CASES = [
     call(L.ProjectedLSTM, ValueError, r"`inputs` must have rank 3 \(batch, steps, features\)",
          lambda: L.ProjectedLSTM(8)(_ones(5, 8))),
     # ScalarMix
-    init(L.ScalarMix, ValueError, r"`initial_scale` must be a number, got 'x'",
+    init(L.ScalarMix, ValueError, r"`initial_scale` must be a finite number, got 'x'",
          initial_scale="x"),
-    init(L.ScalarMix, ValueError, r"`initial_weights` must be a list of numbers",
+    init(L.ScalarMix, ValueError, r"`initial_scale` must be a finite number, got inf",
+         initial_scale=float("inf")),
+    init(L.ScalarMix, ValueError, r"`initial_weights\[0\]` must be a finite number, got 'a'",
          initial_weights=["a"]),
+    init(L.ScalarMix, ValueError, r"`initial_weights\[1\]` must be a finite number, got nan",
+         initial_weights=[0.0, float("nan"), 1.0]),
+    init(L.ScalarMix, ValueError, r"`initial_weights` must be a list of numbers, got '123'",
+         initial_weights="123"),
     call(L.ScalarMix, ValueError, r"`inputs` has shape \(2, 4, 5, 8\), but its axis L .* must "
          r"be 3", lambda: _layer("mix")(_ones(2, 4, 5, 8))),
     call(L.ScalarMix, ValueError, r"`padding_mask` has shape \(2, 4\), but its axis T .* must "

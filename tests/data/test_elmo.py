@@ -87,9 +87,20 @@ def test_elmo_dataset_targets_and_static_shapes():
         np.testing.assert_array_equal(batch["character_ids"][row, n:], 0)
 
 
-def test_elmo_dataset_rejects_a_vocabulary_without_specials():
-    with pytest.raises(ValueError, match="word_vocabulary"):
+def test_elmo_dataset_rejects_a_vocabulary_without_specials_or_with_repeats():
+    with pytest.raises(ValueError, match="`word_vocabulary` must start with"):
         data.elmo_dataset(tf.data.Dataset.from_tensor_slices(["a"]), ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"`word_vocabulary` lists words more than once: \['a'\]"):
+        data.elmo_dataset(tf.data.Dataset.from_tensor_slices(["a"]), ["<S>", "</S>", "<UNK>", "a", "b", "a"])
+
+
+def test_text_functions_name_a_wrong_dtype_or_rank():
+    with pytest.raises(TypeError, match="`words` must be a tf.string tensor, got dtype int32"):
+        data.character_ids(tf.constant([1, 2]))
+    with pytest.raises(TypeError, match="`texts` must be a tf.string tensor, got dtype float32"):
+        data.split_words(tf.constant([1.0]))
+    with pytest.raises(ValueError, match=r"`texts` must have shape \(B,\) \(rank 1\), got shape \(2, 2\)"):
+        data.sentence_tokens(tf.constant([["a", "b"], ["c", "d"]]), 8)
 
 
 @pytest.mark.parametrize("drop_remainder", [True, False])

@@ -57,3 +57,8 @@ def test_bad_gate_bias(gate_bias):
 def test_unknown_width():
     with pytest.raises(ValueError, match="inputs"):
         Highway().build((None, None))
+
+
+def test_numpy_float_gate_bias_is_a_number():
+    layer = Highway(gate_bias=np.float32(-1.0))
+    assert layer.get_config()["gate_bias"] == -1.0 and type(layer.get_config()["gate_bias"]) is float

@@ -206,3 +206,8 @@ def test_full_softmax_is_float32_under_mixed_precision():
     log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) - logits.max(-1, keepdims=True)
     expected = -np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
     np.testing.assert_allclose(nll, expected, atol=1e-5)
+
+
+def test_numpy_integer_seed_is_an_integer():
+    layer = WordSoftmax(30, num_sampled=5, seed=np.int64(3))
+    assert layer.get_config()["seed"] == 3 and type(layer.get_config()["seed"]) is int

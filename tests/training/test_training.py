@@ -20,6 +20,13 @@ def test_schedule_shape_and_serialization():
     assert float(restored(600)) == pytest.approx(values[3])
     with pytest.raises(ValueError, match="total_steps"):
         training.LinearWarmupLinearDecay(1e-3, warmup_steps=10, total_steps=10)
+    for end, message in ((-1.0, r"in \[0, peak_learning_rate"), (2e-3, r"in \[0, peak_learning_rate"),
+                         (float("nan"), "finite number"), (None, "finite number")):
+        with pytest.raises(ValueError, match=f"`end_learning_rate` must be .*{message}"):
+            training.LinearWarmupLinearDecay(1e-3, warmup_steps=10, total_steps=20, end_learning_rate=end)
+    # NumPy integers are integers.
+    schedule = training.LinearWarmupLinearDecay(1e-3, warmup_steps=np.int64(2), total_steps=np.int32(4))
+    assert type(schedule.get_config()["warmup_steps"]) is int
 
 
 def test_adamw_decays_kernels_and_embeddings_only():

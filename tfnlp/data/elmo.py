@@ -45,6 +45,7 @@ def split_words(texts):
     >>> split_words(tf.constant(["Hello, world!"])).to_list()
     [[b'Hello', b',', b'world', b'!']]
     """
+    _validation.tensors(("texts", texts, "B", "string"))
     texts = tf_text.coerce_to_structurally_valid_utf8(texts, replacement_char="\ufffd")
     return tf_text.regex_split(texts, _WORD_PATTERN, _KEEP_PATTERN)
 
@@ -76,6 +77,7 @@ def sentence_tokens(texts, max_tokens, max_input_bytes=100_000):
     if max_tokens < 2:
         raise ValueError(f"`max_tokens` must be at least 2 (<S> and </S>), got {max_tokens}.")
     max_input_bytes = _validation.max_input_bytes(max_input_bytes)
+    _validation.tensors(("texts", texts, "B", "string"))
     words = split_words(cut_at_character(texts, max_input_bytes))[:, : max_tokens - 2]
     count = words.nrows()
     return tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
@@ -108,6 +110,7 @@ def character_ids(words, max_characters=50):
     if isinstance(words, tf.RaggedTensor):
         return words.with_flat_values(character_ids(words.flat_values, max_characters))
     words = tf.convert_to_tensor(words)
+    _validation.tensors(("words", words, None, "string"))
     flat = tf.reshape(words, [-1])
     count, body_size = tf.shape(flat)[0], max_characters - 2
     body = tf.strings.substr(flat, 0, body_size, unit="BYTE")
@@ -205,6 +208,9 @@ def elmo_dataset(
     max_input_bytes = _validation.max_input_bytes(max_input_bytes)
     if list(word_vocabulary[:3]) != [BOS, EOS, UNK]:
         raise ValueError(f"`word_vocabulary` must start with {[BOS, EOS, UNK]}.")
+    repeated = sorted(w for w, n in collections.Counter(list(word_vocabulary)).items() if n > 1)
+    if repeated:
+        raise ValueError(f"`word_vocabulary` lists words more than once: {repeated[:5]}.")
     table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
             tf.constant(word_vocabulary), tf.range(len(word_vocabulary), dtype=tf.int32)

@@ -54,6 +54,17 @@ def rate(name, value):
     return float(value)
 
 
+def finite_float(name, value):
+    """Returns `value` as a float if it is a finite real number (NumPy scalars included)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not float("-inf") < value < float("inf")
+    ):
+        raise ValueError(f"`{name}` must be a finite number, got {value!r}.")
+    return float(value)
+
+
 def positive_float(name, value, allow_none=False):
     """Returns `value` if it is a positive finite float (or `None` when allowed)."""
     if value is None and allow_none:
@@ -117,6 +128,7 @@ _KINDS = {
     "number": ("a real-valued (float or int)", lambda d: d.is_floating or d.is_integer),
     "int": ("an integer", lambda d: d.is_integer),
     "mask": ("a bool, int or float", lambda d: d.is_bool or d.is_integer or d.is_floating),
+    "string": ("a tf.string", lambda d: d == tf.string),
 }
 
 
@@ -129,7 +141,7 @@ def tensors(*entries, limits=None, **known):
     same size in every entry, and `known` fixes sizes, as an int or
     `(size, where it comes from)` (e.g. `D=8` from the built weights).
     `limits` maps a letter to `(maximum, argument name)`. `kind` is
-    `"float"`, `"number"`, `"int"`, `"mask"` or None (any dtype). Only
+    `"float"`, `"number"`, `"int"`, `"mask"`, `"string"` or None (any dtype). Only
     static sizes are compared (`None` matches anything), so this costs
     nothing at run time.
 

@@ -42,9 +42,7 @@ class Highway(keras.layers.Layer):
     def __init__(self, activation="relu", gate_bias=-2.0, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         self.activation = _validation.activation("activation", activation)
-        if isinstance(gate_bias, bool) or not isinstance(gate_bias, (int, float)):
-            raise ValueError(f"`gate_bias` must be a number, got {gate_bias!r}.")
-        self.gate_bias = float(gate_bias)
+        self.gate_bias = _validation.finite_float("gate_bias", gate_bias)
         self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape):

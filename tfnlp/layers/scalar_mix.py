@@ -47,16 +47,16 @@ class ScalarMix(keras.layers.Layer):
     def __init__(self, initial_weights=None, initial_scale=1.0, layer_norm=False, **kwargs):
         super().__init__(**kwargs)
         if initial_weights is not None:
-            try:
-                initial_weights = [float(w) for w in initial_weights]
-            except (TypeError, ValueError):
+            if isinstance(initial_weights, (str, bytes)) or not hasattr(initial_weights, "__iter__"):
                 raise ValueError(
                     f"`initial_weights` must be a list of numbers, got {initial_weights!r}."
-                ) from None
+                )
+            initial_weights = [
+                _validation.finite_float(f"initial_weights[{i}]", w)
+                for i, w in enumerate(initial_weights)
+            ]
         self.initial_weights = initial_weights
-        if isinstance(initial_scale, bool) or not isinstance(initial_scale, (int, float)):
-            raise ValueError(f"`initial_scale` must be a number, got {initial_scale!r}.")
-        self.initial_scale = float(initial_scale)
+        self.initial_scale = _validation.finite_float("initial_scale", initial_scale)
         self.layer_norm = bool(layer_norm)
 
     def build(self, inputs_shape, padding_mask_shape=None):

@@ -1,6 +1,7 @@
 """Softmax over a word vocabulary: sampled while training, full otherwise."""
 
 import math
+import numbers
 
 import keras
 import tensorflow as tf
@@ -64,13 +65,13 @@ class WordSoftmax(keras.layers.Layer):
                 f"`num_sampled` ({self.num_sampled}) must be smaller than `vocabulary_size` "
                 f"({self.vocabulary_size}); use `num_sampled=None` for the full softmax."
             )
-        if isinstance(seed, bool) or not isinstance(seed, int):
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise ValueError(f"`seed` must be an integer, got {seed!r}.")
-        self.seed = seed
+        self.seed = int(seed)
         self.kernel_initializer = _validation.initializer(
             "kernel_initializer", kernel_initializer or keras.initializers.RandomNormal(stddev=0.02)
         )
-        self.seed_generator = keras.random.SeedGenerator(seed, name="candidate_seed")
+        self.seed_generator = keras.random.SeedGenerator(self.seed, name="candidate_seed")
 
     def build(self, inputs_shape, target_ids_shape=None):
         hidden_dim = _validation.last_dim("inputs", inputs_shape)

@@ -28,15 +28,18 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0):
         self.peak_learning_rate = _validation.positive_float("peak_learning_rate", peak_learning_rate)
-        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
-            raise ValueError(f"`warmup_steps` must be an int >= 0, got {warmup_steps!r}.")
-        self.warmup_steps = warmup_steps
+        self.warmup_steps = warmup_steps = _validation.non_negative_int("warmup_steps", warmup_steps)
         self.total_steps = _validation.positive_int("total_steps", total_steps)
         if self.total_steps <= warmup_steps:
             raise ValueError(
                 f"`total_steps` ({total_steps}) must exceed `warmup_steps` ({warmup_steps})."
             )
-        self.end_learning_rate = float(end_learning_rate)
+        self.end_learning_rate = _validation.finite_float("end_learning_rate", end_learning_rate)
+        if not 0.0 <= self.end_learning_rate <= self.peak_learning_rate:
+            raise ValueError(
+                f"`end_learning_rate` must be in [0, peak_learning_rate = {self.peak_learning_rate}], "
+                f"got {end_learning_rate!r}."
+            )
 
     def __call__(self, step):
         step = tf.cast(step, tf.float32)
