@@ -191,6 +191,19 @@ def test_cached_decoding_equals_full_causal_pass():
     assert_allclose(tf.concat(outputs, axis=1), full, atol=1e-5)
 
 
+def test_no_new_tokens_leave_the_cache_unchanged():
+    from tfnlp.layers.multi_head_attention import _update_positions
+
+    cache = tf.random.normal([2, 2, 5, 3, 4])
+    empty = tf.zeros([2, 2, 0, 3, 4])
+    np.testing.assert_array_equal(_update_positions(cache, empty, 1), cache)
+    dynamic = tf.function(_update_positions, input_signature=[
+        tf.TensorSpec([None, 2, None, 3, 4]), tf.TensorSpec([None, 2, None, 3, 4]), tf.TensorSpec([], tf.int32)])
+    np.testing.assert_array_equal(dynamic(cache, empty, tf.constant(1)), cache)
+    one = tf.ones([2, 2, 1, 3, 4])
+    np.testing.assert_array_equal(dynamic(cache, one, tf.constant(1))[:, :, 1], one[:, :, 0])
+
+
 def test_cache_overflow_is_an_error():
     layer = MultiHeadAttention(num_heads=2, key_dim=4)
     x = _normal(1, 2, 8)

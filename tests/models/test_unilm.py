@@ -126,6 +126,19 @@ def test_cached_generation_equals_recomputation(settings):
     np.testing.assert_allclose(cached["scores"], recomputed["scores"], atol=1e-5)
 
 
+def test_an_empty_source_decodes_the_same_cached_and_recomputed():
+    model = unilm_model()
+    common = {"end_id": SEP, "mask_id": MASK, "max_length": 4}
+    empty = tf.zeros([2, 0], tf.int32)
+    recomputed = model.generate(empty, **common, use_cache=False)
+    # Eagerly, and traced with the source length known only at run time.
+    traced = tf.function(lambda s: model.generate(s, **common),
+                         input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    for cached in (model.generate(empty, **common), traced(empty)):
+        np.testing.assert_array_equal(cached["token_ids"], recomputed["token_ids"])
+        np.testing.assert_allclose(cached["scores"], recomputed["scores"], atol=1e-5)
+
+
 def test_decoding_step_equals_the_training_view():
     """The step's logits == the masked-LM logits of the packed training input."""
     model = unilm_model()
