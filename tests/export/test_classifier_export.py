@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -132,3 +133,28 @@ def test_labels_must_match_the_classes(corpus_vocabulary, tmp_path):
     with pytest.raises(ValueError, match="2 or more classes"):
         export.export_classifier(models.BertClassifier(backbone, 1), preprocessor, str(tmp_path),
                                  labels=["yes"])
+
+
+def test_a_subclassed_keras_classifier_exports(corpus_vocabulary, tmp_path):
+    class BagOfWords(keras.Model):
+        """Logits from the mean of the real tokens' embeddings: no `outputs` attribute."""
+
+        def __init__(self):
+            super().__init__()
+            self.embedding = keras.layers.Embedding(len(corpus_vocabulary), 4)
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, inputs):
+            mask = keras.ops.cast(inputs["padding_mask"], "float32")[:, :, None]
+            pooled = keras.ops.sum(self.embedding(inputs["token_ids"]) * mask, axis=1)
+            return self.dense(pooled / keras.ops.sum(mask, axis=1))
+
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
+    model = BagOfWords()
+    path = export.export_classifier(model, preprocessor, str(tmp_path), labels=["a", "b", "c"])
+    texts = tf.constant(TEXTS[:3])
+    served = tf.saved_model.load(path).signatures["serving_default"](text=texts)
+    expected = tf.nn.softmax(model(preprocessor(texts))).numpy()
+    np.testing.assert_allclose(served["probabilities"], expected, atol=1e-6)
+    with pytest.raises(ValueError, match="2 names for 3 classes"):
+        export.export_classifier(model, preprocessor, str(tmp_path / "x"), labels=["a", "b"])

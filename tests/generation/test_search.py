@@ -220,6 +220,8 @@ def test_compiles_with_xla_and_traces_once():
         ({"no_repeat_ngram_size": -1}, "no_repeat_ngram_size"),
         ({"beam_size": 0}, "beam_size"),
         ({"length_penalty": "long"}, "length_penalty"),
+        ({"early_stopping": 0}, "`early_stopping` must be True or False, got 0"),
+        ({"early_stopping": None}, "`early_stopping` must be True or False, got None"),
     ],
 )
 def test_bad_arguments_name_themselves(kwargs, message):

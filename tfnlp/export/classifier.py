@@ -39,7 +39,10 @@ class ClassifierServingModule(tf.Module):
     def __init__(self, classifier, preprocessor, labels):
         super().__init__(name="classifier_serving")
         check_preprocessor(preprocessor, classifier)
-        num_classes = classifier.outputs[0].shape[-1]
+        if getattr(classifier, "outputs", None):  # a Functional model
+            num_classes = classifier.outputs[0].shape[-1]
+        else:  # a subclassed one: its output on one text tells
+            num_classes = classifier(preprocessor(tf.constant([""])), training=False).shape[-1]
         if num_classes is None or num_classes < 2:
             raise ValueError(
                 f"The classifier must output scores for 2 or more classes (a softmax over one "
