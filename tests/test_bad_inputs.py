@@ -475,6 +475,14 @@ CASES = [
          lambda: _model("classifier")(_bert_inputs(token_ids=[[2.0, 5.5, 6.0, 3.0, 0.0]]))),
     call(M.BertClassifier, ValueError, r"`token_ids` must be in \[0, 30\) .*got 31",
          lambda: _model("classifier")(_bert_inputs(token_ids=[[2, 5, 31, 3, 0]]))),
+    # int64 ids beyond int32 (Keras' cast to int32 would wrap 2**32 + 5 to 5)
+    call(M.BertClassifier, ValueError, r"`token_ids` must be in \[0, 30\) .*got 4294967301",
+         lambda: _model("classifier")(_bert_inputs(token_ids=np.array([[2, 5, 2**32 + 5, 3, 0]])))),
+    call(M.BertClassifier, ValueError, r"`segment_ids` must be in \[0, 2\) .*got 4294967296",
+         lambda: _model("classifier")(_bert_inputs(segment_ids=np.array([[0, 0, 2**32, 0, 0]])))),
+    call(M.BertPretrainer, ValueError, r"`token_ids` must be in \[0, 30\) .*got 4294967301",
+         lambda: _model("pretrainer")(_bert_inputs(token_ids=np.array([[2, 5, 2**32 + 5, 3, 0]]),
+                                                   masked_positions=[[1, 2]]))),
     call(M.BertClassifier, ValueError, r"`padding_mask` has shape \(1, 6\), but its axis T .* must "
          r"be 5", lambda: _model("classifier")(_bert_inputs(padding_mask=np.ones((1, 6))))),
     # BertPretrainer

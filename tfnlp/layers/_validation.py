@@ -279,8 +279,9 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
 
     Keras would silently cast float token ids to int32; this names the
     argument instead. Checks dtypes (ids: integers; names ending in `mask`:
-    bool, int or float), static shapes and, with `check_ranges`, id ranges
-    (see `ids_in_range` for what happens in graphs).
+    bool, int or float), static shapes and, with `check_ranges` (or for ids
+    wider than int32, which Keras' cast would wrap), id ranges (see
+    `ids_in_range` for what happens in graphs).
 
     A list or tuple for a model with several inputs is refused, naming the
     keys (Keras would match it to them in sorted order, which is not the
@@ -331,8 +332,11 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
         kind = None if shape_pass else "mask" if name.endswith("mask") else "int"
         entries.append((name, value, pattern, kind))
     tensors(*entries, limits=limits, **known)
-    for name, _, _, _ in entries:
+    for name, value, _, _ in entries:
         upper, what = specs[name][1:]
-        if check_ranges and upper is not None and not shape_pass:
+        # Keras casts the ids to int32 before any later check: wider ids
+        # (2**32 + 5 would become 5) are checked here whatever `check_ranges`.
+        wider = value.dtype in (tf.int64, tf.uint32, tf.uint64)
+        if (check_ranges or wider) and upper is not None and not shape_pass:
             checked[name] = ids_in_range(name, checked[name], upper, what)
     return next(iter(checked.values())) if single else checked
