@@ -61,6 +61,43 @@ def test_mismatches_are_all_reported_before_anything_changes(tmp_path):
     assert "layer_1/output/dense/kernel" in str(error.value)
 
 
+def _save_tensors(prefix, weights):
+    names = sorted(weights)
+    tf.raw_ops.SaveV2(prefix=str(prefix), tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(weights[n]) for n in names])
+
+
+def test_a_tensor_of_the_right_size_in_a_wrong_shape_is_listed_with_the_others(tmp_path):
+    pretrainer = _random_pretrainer()
+    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path))
+    prefix = tmp_path / "bert_model.ckpt"
+    reader = tf.train.load_checkpoint(str(prefix))
+    weights = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    query = "bert/encoder/layer_0/attention/self/query/kernel"
+    output = "bert/encoder/layer_1/attention/output/dense/kernel"
+    weights[query] = weights[query].reshape(-1)  # 64 x 64 values, flat
+    weights[output] = weights[output].reshape(16, 4, 64)  # as many values, axes swapped
+    _save_tensors(prefix, weights)
+    with pytest.raises(ValueError, match=r"\(2 problems\)") as error:
+        models.load_google_checkpoint(str(tmp_path))
+    assert f"{query}: shape (4096,) does not fit" in str(error.value)
+    assert f"{output}: shape (16, 4, 64) does not fit" in str(error.value)
+
+
+def test_adam_slots_of_a_training_checkpoint_are_not_weights(tmp_path):
+    pretrainer = _random_pretrainer()
+    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path))
+    prefix = tmp_path / "bert_model.ckpt"
+    reader = tf.train.load_checkpoint(str(prefix))
+    weights = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    # What Google's run_pretraining.py saves besides the weights.
+    weights.update({f"{n}/{slot}": np.zeros_like(v) for n, v in list(weights.items()) for slot in ("adam_m", "adam_v")})
+    weights["global_step"] = np.int64(1000)
+    _save_tensors(prefix, weights)
+    pairs = _padded_pairs()
+    assert_allclose(models.load_google_checkpoint(str(tmp_path))(pairs), pretrainer.backbone(pairs), atol=0.0)
+
+
 def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
     models.save_google_checkpoint(_random_pretrainer().backbone, str(tmp_path))
     data_file = next(tmp_path.glob("bert_model.ckpt.data-*"))
@@ -120,6 +157,14 @@ def test_matches_a_hugging_face_bert_after_import(tmp_path):
     mlm = np.take_along_axis(expected.prediction_logits.numpy(), positions[:, :, None], axis=1)
     assert_allclose(heads["mlm"], mlm, atol=1e-4)
     assert_allclose(heads["nsp"], expected.seq_relationship_logits.numpy(), atol=1e-4)
+
+    # An untied decoder cannot be reproduced by the tied head: refused.
+    untied = transformers.BertForPreTraining(
+        transformers.BertConfig(**{**config.to_dict(), "tie_word_embeddings": False})).eval()
+    untied.save_pretrained(tmp_path / "untied", safe_serialization=True)
+    with pytest.raises(ValueError, match="decoder not tied to the word embeddings"):
+        models.load_hugging_face_checkpoint(str(tmp_path / "untied"), pretrainer_cls=models.BertPretrainer)
+    assert models.load_hugging_face_checkpoint(str(tmp_path / "untied")).count_params() > 0  # its backbone
 
     # BertModel weights (no "bert." prefix, no heads) load into a backbone.
     reference.bert.save_pretrained(tmp_path / "model_only", safe_serialization=True)

@@ -139,10 +139,12 @@ def assign_google_weights(weights, backbone, pretrainer=None, source="checkpoint
     targets = _targets(backbone, pretrainer)
     problems = [f"missing {name}" for name in targets if name not in weights]
     converted = {}
-    for name, (variable, (to_tfnlp, _)) in targets.items():
+    for name, (variable, (to_tfnlp, to_google)) in targets.items():
         if name in weights:
             value = np.asarray(weights[name])
-            value = to_tfnlp(value) if value.size == np.prod(variable.shape) else value
+            # Converted only from Google's layout of this variable's shape.
+            google_shape = to_google(np.empty(variable.shape, np.int8)).shape
+            value = to_tfnlp(value) if value.shape == google_shape else value
             if tuple(value.shape) != tuple(variable.shape):
                 problems.append(
                     f"{name}: shape {tuple(np.shape(weights[name]))} does not fit "
@@ -195,8 +197,11 @@ def load_google_checkpoint(directory, pretrainer_cls=None):
         reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.OpError, ValueError) as error:
         raise ValueError(f"Cannot read the TF checkpoint {prefix}: {error}") from error
+    # Checkpoints written while training (Google's run_pretraining.py) also
+    # hold Adam's slots: not weights.
+    names = [n for n in reader.get_variable_to_shape_map() if not n.endswith(("/adam_m", "/adam_v"))]
     try:
-        weights = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+        weights = {name: reader.get_tensor(name) for name in names}
     except Exception as error:  # the reader raises IndexError, OpError, ... on bad data
         raise ValueError(f"The TF checkpoint {prefix} is corrupt or truncated: {error}") from error
     assign_google_weights(weights, backbone, pretrainer, source=f"checkpoint {prefix}")
@@ -278,6 +283,23 @@ def _google_name(hugging_face_name):
     return prefix + path, leaf == "kernel"
 
 
+def _check_tied_decoder(config, tensors, path):
+    """tfnlp's masked-LM head reads the token embeddings: refuse an untied decoder."""
+    decoder = tensors.get("cls.predictions.decoder.weight")
+    embeddings = tensors.get("bert.embeddings.word_embeddings.weight")
+    untied = config.get("tie_word_embeddings") is False or (
+        decoder is not None and embeddings is not None and not np.array_equal(decoder, embeddings)
+    )
+    if untied:
+        raise ValueError(
+            f"The checkpoint {path} has a masked-LM decoder not tied to the word embeddings "
+            "(`tie_word_embeddings` false, or `cls.predictions.decoder.weight` differs from "
+            "`bert.embeddings.word_embeddings.weight`); tfnlp's `MaskedLMHead` reuses the "
+            "embeddings, so its scores would differ. Load the backbone alone "
+            "(`pretrainer_cls=None`)."
+        )
+
+
 def load_hugging_face_checkpoint(directory, pretrainer_cls=None):
     """Builds a `BertBackbone` from a Hugging Face BERT folder.
 
@@ -307,6 +329,8 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None):
         tensors = load_file(path)
     except Exception as error:  # safetensors raises its own error types
         raise ValueError(f"Cannot read {path}: {error}") from error
+    if pretrainer is not None:
+        _check_tied_decoder(config, tensors, path)
     weights = {}
     for name, value in tensors.items():
         google, transpose = _google_name(name)
