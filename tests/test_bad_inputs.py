@@ -395,6 +395,9 @@ CASES = [
     # SegmentPacker
     init(D.SegmentPacker, ValueError, r"`sequence_length` must be at least 3 .*got 2", 2,
          start_id=2, end_id=3),
+    call(D.SegmentPacker, ValueError, r"`sequence_length` must be at least 5 for pairs .*got 4",
+         lambda: D.SegmentPacker(4, start_id=2, end_id=3)(
+             (tf.ragged.constant([[5, 6]]), tf.ragged.constant([[7]])))),
     init(D.SegmentPacker, ValueError, r"`start_id` must be a non-negative integer, got -1", 8,
          start_id=-1, end_id=3),
     init(D.SegmentPacker, ValueError, r"`end_id` must be a non-negative integer, got 2.5", 8,

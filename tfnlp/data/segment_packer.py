@@ -17,7 +17,8 @@ class SegmentPacker(PreprocessingLayer):
     long first text cannot crowd out a short second one. The result has the static shape `(B, sequence_length)`.
 
     Args:
-        sequence_length: int, the packed length including special tokens.
+        sequence_length: int, the packed length including special tokens:
+            at least 3 (`[CLS] x [SEP]`), and at least 5 to pack pairs.
         start_id: int, id of `[CLS]`.
         end_id: int, id of `[SEP]`, closing every segment.
         pad_id: int, id of `[PAD]`.
@@ -70,6 +71,11 @@ class SegmentPacker(PreprocessingLayer):
         segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"`inputs` must hold one or two segments, got {len(segments)}.")
+        if len(segments) == 2 and self.sequence_length < 5:
+            raise ValueError(
+                "`sequence_length` must be at least 5 for pairs ([CLS] A [SEP] B [SEP]), got "
+                f"{self.sequence_length}: with fewer, a text of the pair would always be lost."
+            )
         _validation.tensors(  # (B, None) ids, the same B for both segments
             *((f"inputs[{i}]", s, "B" + "LM"[i], "int") for i, s in enumerate(segments)),
         )
