@@ -40,6 +40,15 @@ def test_classification_of_text_pairs():
     np.testing.assert_array_equal(inputs["token_ids"], [[2, 5, 3, 7, 3, 0, 0, 0], [2, 6, 3, 8, 3, 0, 0, 0]])
     np.testing.assert_array_equal(inputs["segment_ids"][0], [0, 0, 0, 1, 1, 0, 0, 0])
     np.testing.assert_array_equal(labels, [1, 0])
+    # Labels are class ids: float ones would be truncated, string ones fail when read.
+    for labels, dtype in (([0.7, 1.2], "float32"), (["yes", "no"], "string")):
+        with pytest.raises(TypeError, match=f"labels must be integer class ids, got dtype {dtype}"):
+            data.classification_dataset(tf.data.Dataset.from_tensor_slices((["a", "b"], labels)), preprocessor)
+    with pytest.raises(ValueError, match=r"`dataset` must hold \(text, label\) pairs"):
+        data.classification_dataset(tf.data.Dataset.from_tensor_slices(["a", "b"]), preprocessor)
+    for boundaries in ([4.5], [True]):
+        with pytest.raises(ValueError, match="`bucket_boundaries` must be increasing ints"):
+            data.classification_dataset(pairs, preprocessor, bucket_boundaries=boundaries)
 
 
 def test_length_bucketing_pads_to_bucket_lengths_and_loses_nothing(tokenizer):
@@ -201,3 +210,12 @@ def test_fit_on_a_finite_pipeline_does_not_warn_of_running_out(tokenizer, recwar
     model.compile()
     model.fit(batches, epochs=2, verbose=0)
     assert not [w for w in recwarn if "ran out of data" in str(w.message)]
+
+
+def test_texts_of_a_rank_known_only_when_run_are_preprocessed():
+    vocab = list(data.SPECIAL_TOKENS) + ["good", "bad"]
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 6)
+    texts = tf.data.Dataset.from_generator(lambda: iter([["good", "bad"]]),
+                                           output_signature=tf.TensorSpec(None, tf.string))
+    np.testing.assert_array_equal(next(iter(texts.map(preprocessor)))["token_ids"],
+                                  [[2, 5, 3, 0, 0, 0], [2, 6, 3, 0, 0, 0]])

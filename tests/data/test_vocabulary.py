@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from tfnlp import data
@@ -71,6 +72,11 @@ def test_corrupt_vocabulary_files_are_clear_errors(tmp_path, content, message):
 def test_bad_learning_arguments(texts, size, message):
     with pytest.raises(ValueError, match=message):
         data.learn_wordpiece_vocabulary(texts, size, progress=False)
+
+
+def test_a_numpy_integer_size_is_an_integer():
+    vocabulary = data.learn_wordpiece_vocabulary(["the cat sat"] * 3, np.int64(30), progress=False)
+    assert "cat" in vocabulary and len(vocabulary) <= 30
 
 
 def test_a_cut_vocabulary_still_spells_every_word_of_its_texts():

@@ -60,6 +60,9 @@ class BertPreprocessor(PreprocessingLayer):
         texts = [tf.convert_to_tensor(t) for t in texts]
         # (B,) strings, the same B for both texts; the tokenizer checks the dtype.
         _validation.tensors(*((f"inputs[{i}]", t, "B", None) for i, t in enumerate(texts)))
+        # A rank unknown when traced (a generator's or py_function's output)
+        # is asserted (B,) when run: the tokenizer needs a known rank.
+        texts = [t if t.shape.rank is not None else tf.ensure_shape(t, [None]) for t in texts]
         return self.packer([self.tokenizer(t) for t in texts])
 
     def get_config(self):

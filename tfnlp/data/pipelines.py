@@ -1,5 +1,7 @@
 """tf.data pipelines from text datasets to model inputs: classification, seq2seq."""
 
+import numbers
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -71,13 +73,24 @@ def classification_dataset(
     length = preprocessor.sequence_length
     if bucket_boundaries is not None:
         bucket_boundaries = list(bucket_boundaries)
-        if bucket_boundaries != sorted(set(bucket_boundaries)) or not all(
+        integers = all(
+            isinstance(b, numbers.Integral) and not isinstance(b, bool) for b in bucket_boundaries
+        )
+        if not integers or bucket_boundaries != sorted(set(bucket_boundaries)) or not all(
             0 < b < length for b in bucket_boundaries
         ):
             raise ValueError(
                 "`bucket_boundaries` must be increasing ints in (0, sequence_length="
                 f"{length}), got {bucket_boundaries}."
             )
+
+    spec = dataset.element_spec
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise ValueError(f"`dataset` must hold (text, label) pairs, got elements {spec}.")
+    if not spec[1].dtype.is_integer:
+        raise TypeError(
+            f"`dataset`'s labels must be integer class ids, got dtype {spec[1].dtype.name}."
+        )
 
     def preprocess(texts, labels):
         return preprocessor(texts), tf.cast(labels, tf.int32)

@@ -1,6 +1,7 @@
 """WordPiece vocabularies: learn one from text, save and load `vocab.txt`."""
 
 import collections
+import numbers
 import os
 
 import keras
@@ -115,8 +116,9 @@ def learn_wordpiece_vocabulary(
     >>> vocabulary[:5], "the" in vocabulary, "春" in vocabulary
     (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True, True)
     """
-    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, int):
+    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, numbers.Integral):
         raise ValueError(f"`vocabulary_size` must be an int, got {vocabulary_size!r}.")
+    vocabulary_size = int(vocabulary_size)
     if vocabulary_size <= len(reserved_tokens):
         raise ValueError(
             f"`vocabulary_size` ({vocabulary_size}) must exceed the number of "
