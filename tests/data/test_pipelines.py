@@ -105,6 +105,8 @@ def test_encoder_decoder_targets_are_inputs_shifted(tokenizer):
         assert labels[row, n - 1] == tokenizer.sep_id
         encoder_length = int(batch["encoder_padding_mask"][row].numpy().sum())
         assert batch["encoder_token_ids"][row, encoder_length - 1] == tokenizer.sep_id
+    with pytest.raises(ValueError, match="`target_tokenizer` must be a WordPieceTokenizer, got str"):
+        data.encoder_decoder_dataset(pairs, tokenizer, "es_vocab.txt", 48, 40)
 
 
 def test_tfrecord_round_trip_equals_in_memory_pipeline(tmp_path, tokenizer):
@@ -157,6 +159,8 @@ def test_tfrecord_prefixes_rewrites_and_interrupted_rewrites(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
     with pytest.raises(ValueError, match="gets no shard"):
         data.read_tfrecords(str(tmp_path / "a"), num_workers=3, worker_index=2)
+    with pytest.raises(ValueError, match="`worker_index` must be a non-negative integer, got 0.5"):
+        data.read_tfrecords(str(tmp_path / "a"), num_workers=3, worker_index=0.5)
     wide = tf.data.Dataset.from_tensor_slices({"x": tf.constant([1e300], tf.float64)})
     with pytest.raises(ValueError, match="float64"):
         data.write_tfrecords(wide, str(tmp_path / "wide"))

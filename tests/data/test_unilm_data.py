@@ -96,8 +96,11 @@ def test_finetuning_is_seeded_and_masks_anew_every_epoch(tokenizer):
 
 
 @pytest.mark.parametrize("kwargs, message", [({"masking_rate": 0.0}, "masking_rate"),
+                                             ({"masking_rate": True}, "`masking_rate` must be a float"),
+                                             ({"masking_rate": "0.5"}, "`masking_rate` must be a float"),
+                                             ({"tokenizer": "vocab.txt"}, "`tokenizer` must be a WordPiece"),
                                              ({"max_predictions": 0}, "max_predictions")])
 def test_bad_finetuning_arguments(tokenizer, kwargs, message):
     with pytest.raises(ValueError, match=message):
         data.unilm_finetuning_dataset(tf.data.Dataset.from_tensor_slices((["a"], ["b"])),
-                                      tokenizer, 16, **kwargs)
+                                      kwargs.pop("tokenizer", tokenizer), 16, **kwargs)

@@ -8,6 +8,7 @@ import tensorflow_text as tf_text
 from tfnlp.data._tensors import unbatched
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.data.tuning import _prefetched
+from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.layers import _validation
 
 _PREPROCESS_BATCH = 256  # texts tokenized at once: vectorised, then unbatched
@@ -193,6 +194,9 @@ def encoder_decoder_dataset(
         `encoder_padding_mask` `(B, source_length)`; `decoder_token_ids`,
         `decoder_padding_mask`, `decoder_target_ids` `(B, target_length)`.
     """
+    for name, tokenizer in (("source_tokenizer", source_tokenizer), ("target_tokenizer", target_tokenizer)):
+        if not isinstance(tokenizer, WordPieceTokenizer):
+            raise ValueError(f"`{name}` must be a WordPieceTokenizer, got {type(tokenizer).__name__}.")
     source_length = _validation.positive_int("source_length", source_length)
     target_length = _validation.positive_int("target_length", target_length)
     batch_size = _validation.positive_int("batch_size", batch_size)

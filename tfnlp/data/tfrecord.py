@@ -128,7 +128,8 @@ def read_tfrecords(prefix, num_workers=1, worker_index=0):
         `tf.data.Dataset` of dicts with the written dtypes and shapes.
     """
     num_workers = _validation.positive_int("num_workers", num_workers)
-    if not 0 <= worker_index < num_workers:
+    worker_index = _validation.non_negative_int("worker_index", worker_index)
+    if not worker_index < num_workers:
         raise ValueError(f"`worker_index` must be in [0, {num_workers}), got {worker_index}.")
     spec_path = _spec_path(prefix)
     if not os.path.exists(spec_path):

@@ -1,6 +1,7 @@
 """UniLM pipelines: pretraining with mixed objectives, seq2seq fine-tuning."""
 
 import math
+import numbers
 
 import tensorflow as tf
 
@@ -146,16 +147,21 @@ def unilm_finetuning_dataset(
         `masked_ids`, `masked_weights` `(B, P)`.
     """
     sequence_length = _validation.positive_int("sequence_length", sequence_length)
-    if not 0.0 < masking_rate <= 1.0:
-        raise ValueError(f"`masking_rate` must be in (0, 1], got {masking_rate!r}.")
+    if (
+        isinstance(masking_rate, bool)
+        or not isinstance(masking_rate, numbers.Real)
+        or not 0.0 < masking_rate <= 1.0
+    ):
+        raise ValueError(f"`masking_rate` must be a float in (0, 1], got {masking_rate!r}.")
     if max_predictions is None:
         max_predictions = max(1, math.ceil(masking_rate * sequence_length))
     max_predictions = min(
         _validation.positive_int("max_predictions", max_predictions), sequence_length
     )
-    vocabulary_size = tokenizer.vocabulary_size()
+    # Packing first: it checks `tokenizer`.
     batches = unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size,
                                     shuffle_buffer, seed, drop_remainder)
+    vocabulary_size = tokenizer.vocabulary_size()
 
     def mask_targets(batch_seed, batch):
         token_ids = batch["token_ids"]
