@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tfnlp import models
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
 
@@ -93,6 +94,19 @@ def test_every_trainable_model_waits_for_its_batch():
     ]
     assert len(trainable) >= 6
     for cls in trainable:
-        assert issubclass(cls, StepsWaitForData), cls.__name__
-        # Before Keras' own steps in the method resolution order.
-        assert cls.__mro__.index(StepsWaitForData) < cls.__mro__.index(keras.Model), cls.__name__
+        for mixin in (StepsWaitForData, BuildsOptimizerFirst):
+            assert issubclass(cls, mixin), (cls.__name__, mixin.__name__)
+            # Before Keras' own methods in the method resolution order.
+            assert cls.__mro__.index(mixin) < cls.__mro__.index(keras.Model), cls.__name__
+
+
+def test_the_optimizer_is_built_before_the_training_step_is_traced():
+    # Built inside the first trace (Keras' way without a strategy), Adam's
+    # slots each got an initializer `tf.cond` and the step was traced twice.
+    pretrainer = _pretrainer()
+    traced_with = []
+    build = pretrainer.optimizer.build
+    pretrainer.optimizer.build = lambda variables: (traced_with.append(tf.executing_eagerly()), build(variables))
+    pretrainer.fit(_pretraining_batches().take(1), epochs=1, verbose=0)
+    assert traced_with == [True]  # built once, outside any function
+    assert len(pretrainer.optimizer.variables) > 2 * len(pretrainer.trainable_variables)

@@ -1,5 +1,6 @@
 """What tfnlp's Functional models share: input checks, `compile()` restored from `.keras` files,
-`from_config`, and training/evaluation steps whose state updates wait for their batch."""
+`from_config`, an optimizer built before tracing, and training/evaluation steps whose state
+updates wait for their batch."""
 
 import contextlib
 
@@ -57,6 +58,26 @@ class FromConfig:
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+class BuildsOptimizerFirst:
+    """Mixin: the optimizer's variables exist before the training step is traced.
+
+    Without a `tf.distribute` strategy, Keras 3.15 defers building the
+    optimizer to the first trace of the training step: every slot variable
+    (Adam's two per weight) is then created inside the `tf.function`, each
+    with its own lifted-initializer `tf.cond`, and the function is traced
+    twice. On a 2-core CPU that made the first `fit` of a tiny
+    `TransformerSeq2Seq` (58 weights) take 15.2 s instead of 5.5 s. The
+    optimizer is built here, in the model's strategy scope, when the
+    training function is made; Keras skips its own build then.
+    """
+
+    def make_train_function(self, force=False):
+        if self.built and self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
+        return super().make_train_function(force=force)
 
 
 class StepsWaitForData:

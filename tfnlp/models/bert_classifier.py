@@ -4,6 +4,7 @@ import keras
 
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
@@ -15,7 +16,7 @@ from tfnlp.training.optimizers import with_loss_scaling
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class BertClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by

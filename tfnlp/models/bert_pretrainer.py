@@ -3,6 +3,7 @@
 import keras
 
 from tfnlp.layers.masked_lm_head import MaskedLMHead
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
@@ -36,7 +37,7 @@ def pretraining_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertPretrainer(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class BertPretrainer(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """A `BertBackbone` with BERT's two pretraining heads.
 
     Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied

@@ -10,6 +10,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
@@ -82,7 +83,7 @@ def _checked_characters(inputs, max_characters):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
+class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector

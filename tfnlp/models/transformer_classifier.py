@@ -8,6 +8,7 @@ from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
@@ -22,7 +23,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
+class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions

@@ -16,6 +16,7 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
@@ -67,7 +68,7 @@ def seq2seq_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
+class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal

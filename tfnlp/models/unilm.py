@@ -9,6 +9,7 @@ from tfnlp.generation.compiled_search import check_source
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
+from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
@@ -34,7 +35,7 @@ def unilm_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class UniLM(StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class UniLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
     """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
 
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
