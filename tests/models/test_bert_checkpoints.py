@@ -61,23 +61,27 @@ def test_mismatches_are_all_reported_before_anything_changes(tmp_path):
     assert "layer_1/output/dense/kernel" in str(error.value)
 
 
-def _save_tensors(prefix, weights):
+def _saved_checkpoint(directory):
+    """A random pretrainer's backbone saved in Google's format, and the saved tensors."""
+    pretrainer = _random_pretrainer()
+    models.save_google_checkpoint(pretrainer.backbone, str(directory))
+    reader = tf.train.load_checkpoint(str(directory / "bert_model.ckpt"))
+    return pretrainer, {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+def _save_tensors(directory, weights):
     names = sorted(weights)
-    tf.raw_ops.SaveV2(prefix=str(prefix), tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(weights[n]) for n in names])
+    tf.raw_ops.SaveV2(prefix=str(directory / "bert_model.ckpt"), tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=[tf.constant(weights[n]) for n in names])
 
 
 def test_a_tensor_of_the_right_size_in_a_wrong_shape_is_listed_with_the_others(tmp_path):
-    pretrainer = _random_pretrainer()
-    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path))
-    prefix = tmp_path / "bert_model.ckpt"
-    reader = tf.train.load_checkpoint(str(prefix))
-    weights = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    _, weights = _saved_checkpoint(tmp_path)
     query = "bert/encoder/layer_0/attention/self/query/kernel"
     output = "bert/encoder/layer_1/attention/output/dense/kernel"
     weights[query] = weights[query].reshape(-1)  # 64 x 64 values, flat
     weights[output] = weights[output].reshape(16, 4, 64)  # as many values, axes swapped
-    _save_tensors(prefix, weights)
+    _save_tensors(tmp_path, weights)
     with pytest.raises(ValueError, match=r"\(2 problems\)") as error:
         models.load_google_checkpoint(str(tmp_path))
     assert f"{query}: shape (4096,) does not fit" in str(error.value)
@@ -85,15 +89,11 @@ def test_a_tensor_of_the_right_size_in_a_wrong_shape_is_listed_with_the_others(t
 
 
 def test_adam_slots_of_a_training_checkpoint_are_not_weights(tmp_path):
-    pretrainer = _random_pretrainer()
-    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path))
-    prefix = tmp_path / "bert_model.ckpt"
-    reader = tf.train.load_checkpoint(str(prefix))
-    weights = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    pretrainer, weights = _saved_checkpoint(tmp_path)
     # What Google's run_pretraining.py saves besides the weights.
     weights.update({f"{n}/{slot}": np.zeros_like(v) for n, v in list(weights.items()) for slot in ("adam_m", "adam_v")})
     weights["global_step"] = np.int64(1000)
-    _save_tensors(prefix, weights)
+    _save_tensors(tmp_path, weights)
     pairs = _padded_pairs()
     assert_allclose(models.load_google_checkpoint(str(tmp_path))(pairs), pretrainer.backbone(pairs), atol=0.0)
 
