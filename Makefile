@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/attention_benchmark.py --policy mixed_bfloat16
 	$(BIN)/python benchmarks/data_benchmark.py
 	$(BIN)/python benchmarks/autotune_benchmark.py
+	$(BIN)/python benchmarks/first_fit_benchmark.py
 	$(BIN)/python benchmarks/bert_benchmark.py
 	$(BIN)/python benchmarks/bert_benchmark.py --presets bert_base --rounds 2 --steps 1 --jit 0 \
 		--json benchmarks/results/bert_base.json
