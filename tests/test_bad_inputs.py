@@ -483,6 +483,9 @@ CASES = [
          lambda: _model("classifier")(_bert_inputs(token_ids=np.array([[2, 5, 2**32 + 5, 3, 0]])))),
     call(M.BertClassifier, ValueError, r"`segment_ids` must be in \[0, 2\) .*got 4294967296",
          lambda: _model("classifier")(_bert_inputs(segment_ids=np.array([[0, 0, 2**32, 0, 0]])))),
+    call(M.BertPretrainer, ValueError, r"`masked_positions` must be in \[0, 2147483648\) \(int32, which "
+         r"Keras casts to\), got 4294967297", lambda: _model("pretrainer")(_bert_inputs(
+             masked_positions=np.array([[1, 2**32 + 1]])))),
     call(M.BertPretrainer, ValueError, r"`token_ids` must be in \[0, 30\) .*got 4294967301",
          lambda: _model("pretrainer")(_bert_inputs(token_ids=np.array([[2, 5, 2**32 + 5, 3, 0]]),
                                                    masked_positions=[[1, 2]]))),

@@ -89,6 +89,8 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     words.write_text("<S>\n</S>\n<UNK>\nthe\na\nthe\n", encoding="utf-8")
     assert "lists words more than once: ['the']" in _error(
         capsys, ["pretrain", "elmo", "--output", "o", "--vocabulary", str(words)])
+    words.write_bytes(b"<S>\n</S>\n<UNK>\ncaf\xe9\n")  # Latin-1
+    assert "is not UTF-8 text" in _error(capsys, ["pretrain", "elmo", "--output", "o", "--vocabulary", str(words)])
     assert "`size` must exceed the 5 reserved" in _error(
         capsys, ["vocab", "--corpus", str(corpus), "--size", "5", "--output", "v.txt"])
     pretrained = tmp_path / "pretrained"

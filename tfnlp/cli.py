@@ -298,8 +298,11 @@ WORD_TOKENS = ("<S>", "</S>", "<UNK>")  # tfnlp.data.elmo's BOS, EOS, UNK
 
 
 def _check_words_file(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        words = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"`vocabulary` {path!r} is not UTF-8 text: {error}.") from None
     if tuple(words[:3]) != WORD_TOKENS:
         raise ConfigError(
             f"`vocabulary` {path!r} is not a words vocabulary: it must start with "

@@ -197,11 +197,17 @@ def test_no_new_tokens_leave_the_cache_unchanged():
     cache = tf.random.normal([2, 2, 5, 3, 4])
     empty = tf.zeros([2, 2, 0, 3, 4])
     np.testing.assert_array_equal(_update_positions(cache, empty, 1), cache)
-    dynamic = tf.function(_update_positions, input_signature=[
-        tf.TensorSpec([None, 2, None, 3, 4]), tf.TensorSpec([None, 2, None, 3, 4]), tf.TensorSpec([], tf.int32)])
-    np.testing.assert_array_equal(dynamic(cache, empty, tf.constant(1)), cache)
     one = tf.ones([2, 2, 1, 3, 4])
-    np.testing.assert_array_equal(dynamic(cache, one, tf.constant(1))[:, :, 1], one[:, :, 0])
+    for jit_compile in (False, True):  # XLA compiles every branch: no tf.cond to hide in
+        dynamic = tf.function(_update_positions, jit_compile=jit_compile, input_signature=[
+            tf.TensorSpec([None, 2, None, 3, 4]), tf.TensorSpec([None, 2, None, 3, 4]),
+            tf.TensorSpec([], tf.int32)])
+        np.testing.assert_array_equal(dynamic(cache, empty, tf.constant(1)), cache)
+        np.testing.assert_array_equal(dynamic(cache, empty, tf.constant(5)), cache)
+        written = dynamic(cache, one, tf.constant(1))
+        np.testing.assert_array_equal(written[:, :, 1], one[:, :, 0])
+        np.testing.assert_array_equal(tf.concat([written[:, :, :1], written[:, :, 2:]], 2),
+                                      tf.concat([cache[:, :, :1], cache[:, :, 2:]], 2))
 
 
 def test_cache_overflow_is_an_error():

@@ -152,19 +152,26 @@ def test_no_time_steps_give_an_empty_output(unroll, go_backwards):
     empty = np.zeros((2, 0, 5), np.float32)
     assert layer(empty, padding_mask=np.zeros((2, 0), bool)).shape == (2, 0, 3)
 
-    # Also when T (and B) are known only at run time, with gradients.
-    @tf.function(input_signature=[tf.TensorSpec([None, None, 5])])
-    def loss_and_gradients(x):
-        with tf.GradientTape() as tape:
-            outputs = layer(x)
-            loss = tf.reduce_sum(outputs)
-        return tf.shape(outputs), loss, tape.gradient(loss, layer.trainable_weights)
+    # Also when T (and B) are known only at run time, with gradients, and
+    # under XLA (which compiles the loop body even when it never runs).
+    for jit_compile in (False, True):
+        @tf.function(input_signature=[tf.TensorSpec([None, None, 5])], jit_compile=jit_compile)
+        def loss_and_gradients(x):
+            with tf.GradientTape() as tape:
+                outputs = layer(x)
+                loss = tf.reduce_sum(outputs)
+            return tf.shape(outputs), loss, tape.gradient(loss, layer.trainable_weights)
 
-    shape, loss, gradients = loss_and_gradients(empty)
-    assert shape.numpy().tolist() == [2, 0, 3] and float(loss) == 0.0
-    assert all(np.all(g.numpy() == 0) for g in gradients)
-    x = _normal(2, 4, 5)
-    assert_allclose(loss_and_gradients(x)[1], tf.reduce_sum(layer(x)), atol=1e-5)
+        shape, loss, gradients = loss_and_gradients(empty)
+        assert shape.numpy().tolist() == [2, 0, 3] and float(loss) == 0.0
+        assert all(np.all(g.numpy() == 0) for g in gradients)
+        x = _normal(2, 4, 5)
+        assert_allclose(loss_and_gradients(x)[1], tf.reduce_sum(layer(x)), atol=1e-5)
+        # Padded rows too (a run-time T reverses by gather under XLA).
+        masked = tf.function(lambda x, m: layer(x, padding_mask=m), jit_compile=jit_compile,
+                             input_signature=[tf.TensorSpec([None, None, 5]), tf.TensorSpec([None, None], tf.int32)])
+        x = _normal(3, 5, 5)
+        assert_allclose(masked(x, MASK.astype("int32")), layer(x, padding_mask=MASK), atol=1e-5)
 
 
 def test_gradients_are_finite():

@@ -337,6 +337,10 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
         # Keras casts the ids to int32 before any later check: wider ids
         # (2**32 + 5 would become 5) are checked here whatever `check_ranges`.
         wider = value.dtype in (tf.int64, tf.uint32, tf.uint64)
-        if (check_ranges or wider) and upper is not None and not shape_pass:
+        if shape_pass:
+            continue
+        if (check_ranges or wider) and upper is not None:
             checked[name] = ids_in_range(name, checked[name], upper, what)
+        elif wider and not name.endswith("mask"):  # bounded later, after the cast
+            checked[name] = ids_in_range(name, checked[name], 2**31, "int32, which Keras casts to")
     return next(iter(checked.values())) if single else checked

@@ -472,18 +472,15 @@ def _update_positions(cache, update, start_index):
     tf.debugging.assert_non_negative(
         start_index, message="MultiHeadAttention: `cache_update_index` must be >= 0"
     )
-    static_new = update.shape[2]
-    if static_new == 0:
+    if update.shape[2] == 0:
         return cache
-
-    def write():
-        offset = tf.range(slots) - start_index  # (S,)
-        inside = (offset >= 0) & (offset < new)
-        spread = tf.gather(update, tf.clip_by_value(offset, 0, new - 1), axis=2)  # (B, 2, S, H, K)
-        inside = tf.reshape(inside, [1, 1, -1, 1, 1])
-        return tf.where(inside, tf.cast(spread, cache.dtype), cache)
-
-    if static_new is not None:  # decoding steps: one token, known when traced
-        return write()
-    # A length known only at run time (a prompt) may be 0: nothing to gather from.
-    return tf.cond(new > 0, write, lambda: tf.identity(cache))
+    if update.shape[2] is None:
+        # A length known only at run time (a prompt) may be 0: one padding
+        # slot to gather from, which `inside` then leaves out. Decoding steps
+        # (one token, known when traced) skip this copy.
+        update = tf.pad(update, [[0, 0], [0, 0], [0, 1], [0, 0], [0, 0]])
+    offset = tf.range(slots) - start_index  # (S,)
+    inside = (offset >= 0) & (offset < new)
+    spread = tf.gather(update, tf.clip_by_value(offset, 0, tf.maximum(new - 1, 0)), axis=2)
+    inside = tf.reshape(inside, [1, 1, -1, 1, 1])  # spread: (B, 2, S, H, K)
+    return tf.where(inside, tf.cast(spread, cache.dtype), cache)

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from tfnlp import _devices
 from tfnlp.layers import _validation
 
 
@@ -161,7 +162,7 @@ class ProjectedLSTM(keras.layers.Layer):
         else:
             mask, lengths = None, tf.fill([batch_size], num_steps)
         if self.go_backwards:
-            inputs = tf.reverse_sequence(inputs, lengths, seq_axis=1, batch_axis=0)
+            inputs = _reverse_within_lengths(inputs, lengths)
 
         kernel = tf.cast(self.kernel, dtype)
         recurrent_kernel = tf.cast(self.recurrent_kernel, dtype)
@@ -182,8 +183,15 @@ class ProjectedLSTM(keras.layers.Layer):
                 outputs.append(output)
             outputs = tf.stack(outputs, axis=1)
         else:
-            steps = tf.TensorArray(dtype, size=num_steps).unstack(xw)
-            written = tf.TensorArray(dtype, size=num_steps)
+            loop_steps = num_steps
+            if static_steps is None:
+                # T may be 0 at run time: then one zero step runs and its output
+                # is dropped (stacking no steps needs a known element shape,
+                # and XLA compiles the loop body even when it never runs).
+                loop_steps = tf.maximum(num_steps, 1)
+                xw = tf.pad(xw, [[0, loop_steps - num_steps], [0, 0], [0, 0]])
+            steps = tf.TensorArray(dtype, size=loop_steps).unstack(xw)
+            written = tf.TensorArray(dtype, size=loop_steps)
 
             def body(t, cell, output, written):
                 cell, output = self._step(steps.read(t), cell, output, recurrent_kernel, projection)
@@ -192,22 +200,19 @@ class ProjectedLSTM(keras.layers.Layer):
             # `maximum_iterations` bounds the loop: XLA needs it to differentiate
             # the while loop (fixed-size gradient accumulators).
             _, _, _, written = tf.while_loop(
-                lambda t, *_: t < num_steps,
+                lambda t, *_: t < loop_steps,
                 body,
                 (0, cell, output, written),
-                maximum_iterations=num_steps,
+                maximum_iterations=loop_steps,
             )
-            # (B, T, output_dim). Stacking no steps needs the element shape,
-            # and B may be known only at run time, so T = 0 has its own branch.
-            outputs = tf.cond(
-                num_steps > 0,
-                lambda: tf.transpose(written.stack(), [1, 0, 2]),
-                lambda: tf.zeros([batch_size, 0, self.output_dim], dtype),
-            )
+            outputs = written.stack()
+            if static_steps is None:
+                outputs = outputs[:num_steps]
+            outputs = tf.transpose(outputs, [1, 0, 2])  # (B, T, output_dim)
             outputs = tf.ensure_shape(outputs, [None, static_steps, self.output_dim])
 
         if self.go_backwards:
-            outputs = tf.reverse_sequence(outputs, lengths, seq_axis=1, batch_axis=0)
+            outputs = _reverse_within_lengths(outputs, lengths)
         if mask is not None:
             outputs = tf.where(mask[:, :, None], outputs, tf.zeros_like(outputs))
         return outputs
@@ -232,3 +237,17 @@ class ProjectedLSTM(keras.layers.Layer):
             }
         )
         return config
+
+
+def _reverse_within_lengths(x, lengths):
+    """`x` `(B, T, ...)` with each row's first `lengths[b]` steps reversed.
+
+    `tf.reverse_sequence`, except under XLA when `T` is known only at run
+    time: XLA's lowering of it fails on `T = 0` ("Slice size ... out of
+    range"), and it lowers to a gather anyway, so the gather is written out.
+    """
+    if x.shape[1] is not None or not _devices.in_xla_context():
+        return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+    positions = tf.range(tf.shape(x)[1])[None, :]
+    lengths = tf.cast(lengths, tf.int32)[:, None]
+    return tf.gather(x, tf.where(positions < lengths, lengths - 1 - positions, positions), batch_dims=1)
