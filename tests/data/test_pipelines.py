@@ -42,8 +42,11 @@ def test_classification_of_text_pairs():
     np.testing.assert_array_equal(labels, [1, 0])
     # Labels are class ids: float ones would be truncated, string ones fail when read.
     for labels, dtype in (([0.7, 1.2], "float32"), (["yes", "no"], "string")):
-        with pytest.raises(TypeError, match=f"labels must be integer class ids, got dtype {dtype}"):
+        with pytest.raises(TypeError, match=rf"labels must be integer class ids \(or bool\), got dtype {dtype}"):
             data.classification_dataset(tf.data.Dataset.from_tensor_slices((["a", "b"], labels)), preprocessor)
+    booleans = tf.data.Dataset.from_tensor_slices((["good", "bad"], [True, False]))
+    _, labels = next(iter(data.classification_dataset(booleans, preprocessor, batch_size=2)))
+    np.testing.assert_array_equal(labels, [1, 0])
     with pytest.raises(ValueError, match=r"`dataset` must hold \(text, label\) pairs"):
         data.classification_dataset(tf.data.Dataset.from_tensor_slices(["a", "b"]), preprocessor)
     for boundaries in ([4.5], [True]):

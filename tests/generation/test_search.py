@@ -222,6 +222,7 @@ def test_compiles_with_xla_and_traces_once():
         ({"length_penalty": "long"}, "length_penalty"),
         ({"early_stopping": 0}, "`early_stopping` must be True or False, got 0"),
         ({"early_stopping": None}, "`early_stopping` must be True or False, got None"),
+        ({"early_stopping": tf.constant(1)}, "`early_stopping` must be a bool scalar"),
     ],
 )
 def test_bad_arguments_name_themselves(kwargs, message):
@@ -360,3 +361,13 @@ def test_beam_slots_only_banned_hypotheses_could_fill_are_empty(n, possible):
     assert np.all(result["token_ids"][0, count:] == 0)
     assert np.all(result["scores"][0, count:] == -np.inf)
     assert np.all(result["log_probs"][0, count:] == -np.inf)
+
+
+def test_early_stopping_may_be_a_bool_tensor():
+    arguments = {"max_length": 8, "end_id": END, "beam_size": 3, "state": tf.zeros([2], tf.int32)}
+    for value in (True, False):
+        expected = beam_search(markov_step(random_table(3)), tf.fill([2], START), early_stopping=value,
+                               **arguments)
+        got = beam_search(markov_step(random_table(3)), tf.fill([2], START),
+                          early_stopping=tf.constant(value), **arguments)
+        np.testing.assert_array_equal(got["token_ids"], expected["token_ids"])

@@ -88,9 +88,9 @@ def classification_dataset(
     spec = dataset.element_spec
     if not (isinstance(spec, tuple) and len(spec) == 2):
         raise ValueError(f"`dataset` must hold (text, label) pairs, got elements {spec}.")
-    if not spec[1].dtype.is_integer:
+    if not (spec[1].dtype.is_integer or spec[1].dtype == tf.bool):
         raise TypeError(
-            f"`dataset`'s labels must be integer class ids, got dtype {spec[1].dtype.name}."
+            f"`dataset`'s labels must be integer class ids (or bool), got dtype {spec[1].dtype.name}."
         )
 
     def preprocess(texts, labels):

@@ -108,9 +108,13 @@ def beam_search(
     end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
     step_fn = _common.checked_step(step_fn, end_id)
     beam_size = _validation.positive_int("beam_size", beam_size)
-    if not isinstance(early_stopping, (bool, np.bool_)):
+    if tf.is_tensor(early_stopping):  # a bool scalar, e.g. a signature's input
+        if early_stopping.dtype != tf.bool or early_stopping.shape.rank != 0:
+            raise ValueError(f"`early_stopping` must be a bool scalar, got {early_stopping!r}.")
+    elif isinstance(early_stopping, (bool, np.bool_)):
+        early_stopping = bool(early_stopping)
+    else:
         raise ValueError(f"`early_stopping` must be True or False, got {early_stopping!r}.")
-    early_stopping = bool(early_stopping)
     alpha = _common.check_length_penalty(length_penalty)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
