@@ -259,8 +259,7 @@ def bert_pretraining_dataset(
         raise ValueError(f"`sequence_length` must be at least 5, got {sequence_length}.")
     max_predictions = _validation.positive_int("max_predictions_per_seq", max_predictions_per_seq)
     batch_size = _validation.positive_int("batch_size", batch_size)
-    if not 0.0 < masking_rate < 1.0:
-        raise ValueError(f"`masking_rate` must be in (0, 1), got {masking_rate!r}.")
+    masking_rate = _validation.fraction("masking_rate", masking_rate)
     special_ids = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
     packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     continuation = tf.constant([t.startswith("##") for t in tokenizer.get_vocabulary()])

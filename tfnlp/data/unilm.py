@@ -1,7 +1,6 @@
 """UniLM pipelines: pretraining with mixed objectives, seq2seq fine-tuning."""
 
 import math
-import numbers
 
 import tensorflow as tf
 
@@ -147,12 +146,7 @@ def unilm_finetuning_dataset(
         `masked_ids`, `masked_weights` `(B, P)`.
     """
     sequence_length = _validation.positive_int("sequence_length", sequence_length)
-    if (
-        isinstance(masking_rate, bool)
-        or not isinstance(masking_rate, numbers.Real)
-        or not 0.0 < masking_rate <= 1.0
-    ):
-        raise ValueError(f"`masking_rate` must be a float in (0, 1], got {masking_rate!r}.")
+    masking_rate = _validation.fraction("masking_rate", masking_rate, one_allowed=True)
     if max_predictions is None:
         max_predictions = max(1, math.ceil(masking_rate * sequence_length))
     max_predictions = min(

@@ -54,6 +54,18 @@ def rate(name, value):
     return float(value)
 
 
+def fraction(name, value, one_allowed=False):
+    """Returns `value` as a float if it is a real number in (0, 1), or (0, 1] with `one_allowed`."""
+    interval = "(0, 1]" if one_allowed else "(0, 1)"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (0.0 < value <= 1.0 if one_allowed else 0.0 < value < 1.0)
+    ):
+        raise ValueError(f"`{name}` must be a float in {interval}, got {value!r}.")
+    return float(value)
+
+
 def finite_float(name, value):
     """Returns `value` as a float if it is a finite real number (NumPy scalars included)."""
     if (
@@ -336,9 +348,9 @@ def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):
         upper, what = specs[name][1:]
         # Keras casts the ids to int32 before any later check: wider ids
         # (2**32 + 5 would become 5) are checked here whatever `check_ranges`.
-        wider = value.dtype in (tf.int64, tf.uint32, tf.uint64)
         if shape_pass:
             continue
+        wider = value.dtype in (tf.int64, tf.uint32, tf.uint64)
         if (check_ranges or wider) and upper is not None:
             checked[name] = ids_in_range(name, checked[name], upper, what)
         elif wider and not name.endswith("mask"):  # bounded later, after the cast
