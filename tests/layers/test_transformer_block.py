@@ -173,3 +173,79 @@ def test_bad_padding_mask_rank():
     block = TransformerBlock(num_heads=2, intermediate_dim=8)
     with pytest.raises(ValueError, match="padding_mask"):
         block(tf.zeros((1, 3, 8)), padding_mask=np.ones((1, 3, 3)))
+
+
+def _gathered(full, positions):
+    return tf.gather(full, positions, batch_dims=1)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("mask_kind", ["padding", "seq2seq", "none"])
+def test_output_positions_equal_the_full_output_gathered_with_gradients(norm_first, mask_kind):
+    block = TransformerBlock(
+        num_heads=2, intermediate_dim=16, activation="gelu", norm_first=norm_first,
+        bias_initializer="random_normal",
+    )
+    x = tf.constant(_normal(3, 7, 8))
+    padding = np.array([[1] * 7, [1] * 5 + [0] * 2, [1] * 2 + [0] * 5], bool)
+    kwargs = {
+        "padding": {"padding_mask": padding},
+        "seq2seq": {"padding_mask": padding,
+                    "attention_mask": masks.seq2seq_mask(np.array([[0] * 3 + [1] * 4] * 3))},
+        "none": {},
+    }[mask_kind]
+    # Repeated, unsorted and padded positions.
+    positions = tf.constant([[0, 6, 3, 3], [4, 1, 0, 6], [0, 0, 5, 1]])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        full = _gathered(block(x, **kwargs), positions)
+        sparse = block(x, output_positions=positions, **kwargs)
+        weights = tf.constant(_normal(3, 4, 8))
+        full_loss, sparse_loss = tf.reduce_sum(full * weights), tf.reduce_sum(sparse * weights)
+    assert sparse.shape == (3, 4, 8)
+    assert_allclose(sparse, full, atol=1e-6)
+    for wrt in [x, *block.trainable_weights]:
+        assert_allclose(tape.gradient(sparse_loss, wrt), tape.gradient(full_loss, wrt), atol=1e-5)
+
+
+def test_output_positions_in_graphs_with_unknown_lengths_and_under_xla():
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    x = _normal(2, 6, 8)
+    padding = np.array([[1] * 6, [1] * 3 + [0] * 3])
+    positions = np.array([[5, 0], [2, 1]], "int32")
+    expected = _gathered(block(x, padding_mask=padding), positions)
+    spec = [tf.TensorSpec((None, None, 8)), tf.TensorSpec((None, None), tf.int32),
+            tf.TensorSpec((None, None), tf.int32)]
+    for jit_compile in (False, True):
+        call = tf.function(
+            lambda x, mask, positions: block(x, padding_mask=mask, output_positions=positions),
+            input_signature=spec, jit_compile=jit_compile,
+        )
+        assert_allclose(call(x, padding, positions), expected, atol=1e-5)
+
+
+def test_output_positions_gather_the_implicit_mask():
+    ids = np.array([[4, 5, 6, 0, 0], [1, 2, 3, 4, 5]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    positions = tf.constant([[3, 0], [4, 4]])
+    out = block(embedding(ids), output_positions=positions)
+    assert_allclose(out, _gathered(block(embedding(ids)), positions), atol=1e-6)
+    np.testing.assert_array_equal(out._keras_mask, [[False, True], [True, True]])
+
+
+def test_bad_output_positions_are_named():
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    x = _normal(2, 5, 8)
+    with pytest.raises(ValueError, match=r"`output_positions` must be in \[0, 5\)"):
+        block(x, output_positions=tf.constant([[0, 5], [1, 2]]))
+    with pytest.raises(ValueError, match=r"`output_positions` must be in \[0, 5\)"):
+        block(x, output_positions=tf.constant([[0, -1], [1, 2]]))
+    with pytest.raises(TypeError, match="`output_positions` must be"):
+        block(x, output_positions=tf.constant([[0.0, 1.0], [1.0, 2.0]]))
+    with pytest.raises(ValueError, match="`output_positions`"):
+        block(x, output_positions=tf.constant([0, 1]))
+    with pytest.raises(ValueError, match="`output_positions` cannot be combined with `cache`"):
+        block(x[:, :1], attention_mask=masks.causal_mask(1, 5, 0)[None],
+              cache=tf.zeros((2, 2, 5, 2, 4)), cache_update_index=0,
+              output_positions=tf.constant([[0], [0]]))

@@ -1,6 +1,8 @@
 """What the encoder and decoder blocks share: config, feed-forward, residuals."""
 
 import keras
+import tensorflow as tf
+
 from tfnlp.layers import _validation
 from tfnlp.layers import activations
 from tfnlp.layers._keras_masks import without_keras_mask
@@ -50,11 +52,13 @@ class TransformerBlockBase(keras.layers.Layer):
     def _check_call(self, entries, **known):
         """Checks `(name, value, pattern)` call arguments (see `_validation.tensors`).
 
-        Masks may be bool, int or float, the rest must be float. `D` is the
-        hidden size the block was built for; caches are `(B, C, M, H, K)`.
+        Masks may be bool, int or float, positions int, the rest must be
+        float. `D` is the hidden size the block was built for; caches are
+        `(B, C, M, H, K)`.
         """
+        kinds = {"mask": "mask", "positions": "int"}
         _validation.tensors(
-            *((name, value, pattern, "mask" if name.endswith("mask") else "float")
+            *((name, value, pattern, kinds.get(name.rsplit("_", 1)[-1], "float"))
               for name, value, pattern in entries),
             D=self._hidden_size, C=(2, "keys and values"), H=(self.num_heads, "`num_heads`"),
             K=(self._hidden_size // self.num_heads, "hidden size // `num_heads`"), **known,
@@ -109,14 +113,28 @@ class TransformerBlockBase(keras.layers.Layer):
         x = x + dropout(y, training=training)
         return (x if self.norm_first else norm(x)), extra
 
-    def _self_attention_sublayer(self, x, mask, cache, cache_update_index, training):
-        """Residual self-attention; returns `(x, updated cache or None)`."""
+    def _self_attention_sublayer(
+        self, x, mask, cache, cache_update_index, training, output_positions=None
+    ):
+        """Residual self-attention; returns `(x, updated cache or None)`.
+
+        With `output_positions` `(B, P)` only those rows of `x` are queries
+        (and residuals); keys and values still come from every row, and
+        `mask` must already be the queries' `(B, P or 1, S)` rows.
+        """
+        x = without_keras_mask(x)
+        keys = None
+        if output_positions is not None:
+            # Pre-LN: the keys see norm(x) of every row, the queries norm()
+            # of theirs (the same per-row values as gathering norm(x)).
+            keys = self._self_attention_norm(x) if self.norm_first else x
+            x = tf.gather(x, output_positions, batch_dims=1)
 
         def attend(h):
             h = without_keras_mask(h)
             result = self._self_attention(
                 h,
-                h,
+                h if keys is None else keys,
                 attention_mask=mask,
                 cache=cache,
                 cache_update_index=cache_update_index,
@@ -125,7 +143,7 @@ class TransformerBlockBase(keras.layers.Layer):
             return result if cache is not None else (result, None)
 
         return self._residual(
-            without_keras_mask(x),
+            x,
             attend,
             self._self_attention_norm,
             self._self_attention_dropout,

@@ -35,7 +35,9 @@ class MaskedLMHead(keras.layers.Layer):
         inputs: tensor `(B, T, hidden)`, the encoder's sequence output.
         masked_positions: int tensor `(B, P)`, positions in `[0, T)`; others
             raise a ValueError (in a graph, an `InvalidArgumentError` at run
-            time; not checked under XLA).
+            time; not checked under XLA). `None`: `inputs` are already the
+            `(B, P, hidden)` outputs at the masked positions (as a
+            `TransformerBlock` with `output_positions` returns them).
 
     Returns:
         Logits `(B, P, vocabulary_size)`, float32 under mixed precision (so
@@ -101,18 +103,20 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, inputs, masked_positions):
+    def call(self, inputs, masked_positions=None):
         _validation.tensors(
             ("inputs", inputs, "BTH", "float"),
             ("masked_positions", masked_positions, "BP", "int"),
             H=self._transform.kernel.shape[0],
         )
-        length = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
-        masked_positions = _validation.ids_in_range(
-            "masked_positions", masked_positions, length, "the length of `inputs`"
-        )
-        masked_positions = tf.cast(masked_positions, tf.int32)
-        gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)
+        gathered = inputs
+        if masked_positions is not None:
+            length = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
+            masked_positions = _validation.ids_in_range(
+                "masked_positions", masked_positions, length, "the length of `inputs`"
+            )
+            masked_positions = tf.cast(masked_positions, tf.int32)
+            gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)
         hidden = self._norm(self._transform(gathered))
         # One 2-D matmul: a (B, P, H) x (V, H) batched matmul would broadcast
         # the vocabulary matrix and reduce a per-batch gradient of it (measured
@@ -126,10 +130,9 @@ class MaskedLMHead(keras.layers.Layer):
         logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
         return tf.reshape(logits, tf.concat([tf.shape(hidden)[:-1], [self.vocabulary_size]], 0))
 
-    def compute_output_spec(self, inputs, masked_positions):
-        return keras.KerasTensor(
-            tuple(masked_positions.shape) + (self.vocabulary_size,), dtype="float32"
-        )
+    def compute_output_spec(self, inputs, masked_positions=None):
+        rows = inputs.shape[:2] if masked_positions is None else masked_positions.shape
+        return keras.KerasTensor(tuple(rows) + (self.vocabulary_size,), dtype="float32")
 
     def get_config(self):
         config = super().get_config()

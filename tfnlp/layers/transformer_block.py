@@ -1,8 +1,11 @@
 """Transformer encoder block."""
 
 import keras
+import tensorflow as tf
 
+from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
+from tfnlp.layers._keras_masks import keras_mask
 from tfnlp.layers._keras_masks import key_padding_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
 from tfnlp.layers.multi_head_attention import check_attention_mask
@@ -52,10 +55,15 @@ class TransformerBlock(TransformerBlockBase):
         cache: optional tensor `(B, 2, S_max, num_heads, hidden // num_heads)`.
         cache_update_index: int or scalar int tensor, required with `cache`:
             the cache slot of the first of `inputs`.
+        output_positions: optional int tensor `(B, P)` of positions in
+            `[0, T)` (checked as `MaskedLMHead` checks its positions): return
+            the output at these positions only. Not with `cache`.
         training: bool, whether dropout is active.
 
     Returns:
-        Tensor `(B, T, hidden)`, or `(output, updated_cache)` with `cache`.
+        Tensor `(B, T, hidden)` (`(B, P, hidden)` with `output_positions`;
+        an implicit mask of `inputs` is gathered along), or
+        `(output, updated_cache)` with `cache`.
 
     Example:
 
@@ -63,6 +71,8 @@ class TransformerBlock(TransformerBlockBase):
     >>> block = TransformerBlock(num_heads=4, intermediate_dim=64, activation="gelu")
     >>> block(x, padding_mask=keras.ops.ones((2, 10), "int32")).shape
     TensorShape([2, 10, 32])
+    >>> block(x, output_positions=tf.constant([[0, 4, 7], [0, 1, 2]])).shape
+    TensorShape([2, 3, 32])
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017; Devlin et al.,
@@ -85,6 +95,7 @@ class TransformerBlock(TransformerBlockBase):
         attention_mask=None,
         cache=None,
         cache_update_index=None,
+        output_positions=None,
         training=None,
     ):
         if cache is not None and attention_mask is None:
@@ -99,10 +110,16 @@ class TransformerBlock(TransformerBlockBase):
                 "`cache_update_index` is required with `cache`: the index of the cache "
                 "slot the first of `inputs` is written to."
             )
+        if cache is not None and output_positions is not None:
+            raise ValueError(
+                "`output_positions` cannot be combined with `cache`: a cached call "
+                "already computes only its new positions."
+            )
         self._check_call((
             ("inputs", inputs, "BTD"),
             ("padding_mask", padding_mask, "BT" if cache is None else "BM"),
             ("cache", cache, "BCMHK"),
+            ("output_positions", output_positions, "BP"),
         ))
         if attention_mask is not None:  # before it meets the padding mask
             attention_mask = check_attention_mask(
@@ -114,6 +131,35 @@ class TransformerBlock(TransformerBlockBase):
             key_padding_mask(implicit_source, padding_mask, "padding_mask"), attention_mask
         )
 
-        x, cache = self._self_attention_sublayer(inputs, mask, cache, cache_update_index, training)
+        output_mask = None
+        if output_positions is not None:
+            output_positions = _positions_in_range(output_positions, inputs)
+            mask = _query_rows(mask, output_positions, inputs)
+            if keras_mask(inputs) is not None:
+                output_mask = tf.gather(keras_mask(inputs), output_positions, batch_dims=1)
+
+        x, cache = self._self_attention_sublayer(
+            inputs, mask, cache, cache_update_index, training, output_positions
+        )
         x = self._feedforward(x, training)
+        if output_mask is not None:
+            x._keras_mask = output_mask  # Keras would attach the (B, T) mask of `inputs`
         return x if cache is None else (x, cache)
+
+
+def _positions_in_range(positions, inputs):
+    """`positions` checked to lie in `[0, T)` of `inputs`, as int32."""
+    length = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
+    positions = _validation.ids_in_range(
+        "output_positions", positions, length, "the length of `inputs`"
+    )
+    return tf.cast(positions, tf.int32)
+
+
+def _query_rows(mask, positions, inputs):
+    """The `(B, P, S)` rows of a `(B, T or 1, S)` mask for the queries at `positions`."""
+    if mask is None or mask.shape[1] == 1:
+        return mask  # the same row for every query
+    batch, length = tf.shape(inputs)[0], tf.shape(inputs)[1]
+    mask = tf.broadcast_to(mask, tf.stack([batch, length, tf.shape(mask)[2]]))
+    return tf.gather(mask, positions, batch_dims=1)

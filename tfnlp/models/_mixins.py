@@ -1,6 +1,6 @@
 """What tfnlp's Functional models share: input checks, `compile()` restored from `.keras` files,
-`from_config`, an optimizer built before tracing, and training/evaluation steps whose state
-updates wait for their batch."""
+`from_config`, an optimizer built before tracing, training/evaluation steps whose state
+updates wait for their batch, and task models that run their backbone's layers."""
 
 import contextlib
 
@@ -43,6 +43,31 @@ class ChecksInputs:
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         return super().call(self._checked_inputs(inputs), training=training, mask=mask, **kwargs)
+
+
+class CallsBackboneLayers:
+    """Mixin: a task model whose graph runs its backbone's layers, kept as "backbone + heads".
+
+    BERT's task models read the last block's output at a few positions only
+    (`[CLS]`, the masked positions), so they build their graph from
+    `backbone._encode(inputs, output_positions)`, calling the backbone's
+    layers one by one, rather than calling the backbone as one layer (which
+    computes every position of its last block). Keras' Functional `layers`
+    would then list the backbone's inner layers, changing the `.keras`
+    weight paths and the order of the variables (and so of the optimizer's
+    slots). `layers` here is what it was when the model called the backbone:
+    the model's inputs, the backbone, then `_head_layers()`, so files saved
+    either way load either way and `backbone.trainable = False` still
+    freezes the whole backbone.
+    """
+
+    def _head_layers(self):
+        raise NotImplementedError
+
+    @property
+    def layers(self):
+        inputs = [op for op in self._operations if isinstance(op, keras.layers.InputLayer)]
+        return inputs + [self.backbone, *self._head_layers()]
 
 
 class FromConfig:

@@ -3,6 +3,7 @@
 import copy
 
 import keras
+import tensorflow as tf
 
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
@@ -146,10 +147,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
 
         # === Functional model ===
         inputs = self._functional_inputs()
-        x = self._embed(inputs)
-        attention_mask = self._attention_mask(inputs)
-        for block in self.transformer_layers:
-            x = block(x, padding_mask=inputs["padding_mask"], attention_mask=attention_mask)
+        x = self._encode(inputs)
         pooled = self.pooler(x[:, 0, :])
         super().__init__(
             inputs=inputs,
@@ -168,22 +166,54 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
 
-    def _checked_inputs(self, inputs):
+    def _checked_inputs(self, inputs, **position_inputs):
+        """The inputs checked before Keras casts them (dtypes, shapes, id ranges).
+
+        A task model that calls `_encode` adds its position inputs as
+        `name=pattern` (`masked_positions="BP"`): ints in `[0, T)`.
+        """
+        specs = {**self._input_specs(), **{
+            name: (pattern, None, None) for name, pattern in position_inputs.items()
+        }}
         inputs = _validation.model_inputs(
-            inputs, self._input_specs(),
-            limits={"T": (self.max_sequence_length, "max_sequence_length")},
+            inputs, specs, limits={"T": (self.max_sequence_length, "max_sequence_length")},
         )
-        return _validation.has_positions(inputs, {
+        inputs = _validation.has_positions(inputs, {
             "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
         })
+        if not isinstance(inputs, dict) or _validation.in_symbolic_scope():
+            return inputs  # Keras names what is wrong / its shape-only pass
+        token_ids = inputs.get("token_ids")
+        for name in position_inputs:
+            value = inputs.get(name)
+            if value is None or not tf.is_tensor(token_ids) or not tf.is_tensor(value):
+                continue
+            length = token_ids.shape[1] if token_ids.shape[1] is not None else tf.shape(token_ids)[1]
+            inputs[name] = _validation.ids_in_range(name, value, length, "the length of `token_ids`")
+        return inputs
 
-    def _checked_task_inputs(self, inputs, **extra_specs):
-        """A task model's inputs, dtypes and shapes checked before Keras casts them.
+    def _encode(self, inputs, output_positions=None):
+        """The blocks' `(B, T, H)` sequence output for the Functional inputs.
 
-        The ids are range-checked when this backbone is called on them.
+        With `output_positions` `(B, P)` the last block computes its output
+        at those positions only (`TransformerBlock`), `(B, P, H)`: what task
+        models read (BERT pretraining: `[CLS]` and the masked positions) at
+        a fraction of the last block's cost. Task models call this on their
+        own `keras.Input`s, running the backbone's layers one by one (see
+        `_mixins.CallsBackboneLayers`), and check their inputs with
+        `_checked_inputs`.
         """
-        specs = {**self._input_specs(), **extra_specs}
-        return _validation.model_inputs(inputs, specs, check_ranges=False)
+        x = self._embed(inputs)
+        attention_mask = self._attention_mask(inputs)
+        for index, block in enumerate(self.transformer_layers):
+            last = index == len(self.transformer_layers) - 1
+            x = block(
+                x,
+                padding_mask=inputs["padding_mask"],
+                attention_mask=attention_mask,
+                output_positions=output_positions if last else None,
+            )
+        return x
 
     # --- What subclasses (UniLMBackbone) change ---
 

@@ -5,6 +5,7 @@ import keras
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import BuildsOptimizerFirst
+from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
@@ -16,7 +17,10 @@ from tfnlp.training.optimizers import with_loss_scaling
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class BertClassifier(
+    CallsBackboneLayers, BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs,
+    keras.Model,
+):
     """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by
@@ -59,14 +63,20 @@ class BertClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, Ch
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
         }
-        pooled = backbone(inputs)["pooled_output"]
+        # The last block runs at [CLS] only: all that the pooler reads.
+        cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
+        x = backbone._encode(inputs, output_positions=cls_position)  # (B, 1, H)
+        pooled = backbone.pooler(x[:, 0, :])
         logits = self.output_dense(self.output_dropout(pooled))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
 
+    def _head_layers(self):
+        return [self.output_dropout, self.output_dense]
+
     def _checked_inputs(self, inputs):
-        return self.backbone._checked_task_inputs(inputs)
+        return self.backbone._checked_inputs(inputs)
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":

@@ -4,6 +4,7 @@ import keras
 
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import BuildsOptimizerFirst
+from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
@@ -37,12 +38,20 @@ def pretraining_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertPretrainer(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class BertPretrainer(
+    CallsBackboneLayers, BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs,
+    keras.Model,
+):
     """A `BertBackbone` with BERT's two pretraining heads.
 
     Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied
     only at `masked_positions`. Next-sentence prediction: `Dense(2)` on the
     pooled output. Both output logits (float32 under mixed precision).
+
+    The backbone's last block computes its output only where the heads read
+    it, at `[CLS]` and `masked_positions` (`TransformerBlock`'s
+    `output_positions`): the same logits as the full pass, and a BERT-tiny
+    training step about 1.2x faster (`benchmarks/README.md`).
 
     `compile()` without arguments uses tfnlp's fused AdamW (weight decay
     0.01, not applied to LayerNorm weights and biases), sparse cross-entropy
@@ -84,13 +93,20 @@ class BertPretrainer(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, Ch
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in BACKBONE_INPUTS + ("masked_positions",)
         }
-        outputs = backbone({name: inputs[name] for name in BACKBONE_INPUTS})
-        mlm = self.masked_lm_head(outputs["sequence_output"], masked_positions=inputs["masked_positions"])
-        nsp = self.next_sentence_head(outputs["pooled_output"])
+        # The last block runs at [CLS] (for the pooler) and the masked
+        # positions only: all that the two heads read.
+        cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
+        read = keras.ops.concatenate([cls_position, inputs["masked_positions"]], axis=1)
+        x = backbone._encode(inputs, output_positions=read)  # (B, 1 + P, H)
+        mlm = self.masked_lm_head(x[:, 1:, :])
+        nsp = self.next_sentence_head(backbone.pooler(x[:, 0, :]))
         super().__init__(inputs=inputs, outputs={"mlm": mlm, "nsp": nsp}, **kwargs)
 
+    def _head_layers(self):
+        return [self.masked_lm_head, self.next_sentence_head]
+
     def _checked_inputs(self, inputs):
-        return self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
+        return self.backbone._checked_inputs(inputs, masked_positions="BP")
 
     def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
         if optimizer == "auto":

@@ -10,6 +10,7 @@ from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import BuildsOptimizerFirst
+from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
@@ -35,7 +36,10 @@ def unilm_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class UniLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class UniLM(
+    CallsBackboneLayers, BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs,
+    keras.Model,
+):
     """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
 
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
@@ -106,15 +110,19 @@ class UniLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInput
                               name=name)
             for name in UNILM_INPUTS
         }
-        sequence = backbone({k: inputs[k] for k in UNILM_INPUTS[:4]})["sequence_output"]
-        logits = self.masked_lm_head(sequence, masked_positions=inputs["masked_positions"])
+        # The last block runs at the masked positions only: all the head reads.
+        x = backbone._encode(inputs, output_positions=inputs["masked_positions"])  # (B, P, H)
+        logits = self.masked_lm_head(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self._generate_functions = CompiledSearch(
             self.decoding_step, self.initial_decoding_state, self._check_positions
         )
 
+    def _head_layers(self):
+        return [self.masked_lm_head]
+
     def _checked_inputs(self, inputs):
-        return self.backbone._checked_task_inputs(inputs, masked_positions=("BP", None, None))
+        return self.backbone._checked_inputs(inputs, masked_positions="BP")
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         if optimizer == "auto":
