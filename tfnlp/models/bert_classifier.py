@@ -30,6 +30,10 @@ class BertClassifier(
     defaults (learning rate 2e-5, weight decay 0.01 off LayerNorm and
     biases), sparse cross-entropy on logits and accuracy.
 
+    The backbone's last block computes `[CLS]` only, the one position the
+    pooler reads (`TransformerBlock`'s `output_positions`): the same
+    logits as the full pass, for less work.
+
     Args:
         backbone: a `BertBackbone` (pretrained or not).
         num_classes: int.

@@ -48,7 +48,9 @@ class UniLM(
     those positions, from `MaskedLMHead` tied to the token embedding.
     `compile()` without arguments uses AdamW (learning rate 1e-4, decay off
     LayerNorm and biases), sparse cross-entropy and accuracy weighted by the
-    masked weights (see `unilm_batch`).
+    masked weights (see `unilm_batch`). The backbone's last block computes
+    the masked positions only, all that the head reads
+    (`TransformerBlock`'s `output_positions`).
 
     Generation (`generate`), as UniLM decodes: the source `[CLS] S [SEP]` is
     encoded once into per-layer key/value caches (seq2seq objective); each
