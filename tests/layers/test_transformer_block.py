@@ -234,6 +234,32 @@ def test_output_positions_gather_the_implicit_mask():
     np.testing.assert_array_equal(out._keras_mask, [[False, True], [True, True]])
 
 
+@pytest.mark.parametrize("positional", [False, True])
+def test_output_positions_carry_the_gathered_mask_through_a_functional_model(positional, tmp_path):
+    # Downstream mask users (here the pooling) must see the mask of the
+    # gathered rows, also when P == T would hide a wrong (B, T) mask.
+    ids = np.array([[3, 4, 5, 0, 0], [6, 7, 0, 0, 0]])
+    positions = np.array([[4, 3, 2, 1, 0], [0, 4, 1, 3, 2]])
+    embedding = keras.layers.Embedding(10, 8, mask_zero=True)
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    ids_in = keras.Input((None,), dtype="int32")
+    positions_in = keras.Input((None,), dtype="int32")
+    if positional:
+        out = block(embedding(ids_in), None, None, None, None, positions_in)
+    else:
+        out = block(embedding(ids_in), output_positions=positions_in)
+    model = keras.Model([ids_in, positions_in], keras.layers.GlobalAveragePooling1D()(out))
+
+    rows = _gathered(block(embedding(ids)), tf.constant(positions))
+    kept = tf.cast(tf.gather(ids != 0, positions, batch_dims=1), "float32")[..., None]
+    expected = tf.reduce_sum(rows * kept, axis=1) / tf.reduce_sum(kept, axis=1)
+    assert_allclose(model([ids, positions]), expected, atol=1e-6)
+    assert_allclose(model.predict([ids, positions], verbose=0), expected, atol=1e-6)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.models.load_model(tmp_path / "model.keras", safe_mode=True)
+    assert_allclose(reloaded([ids, positions]), expected, atol=1e-6)
+
+
 def test_bad_output_positions_are_named():
     block = TransformerBlock(num_heads=2, intermediate_dim=16)
     x = _normal(2, 5, 8)

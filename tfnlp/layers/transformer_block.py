@@ -80,6 +80,23 @@ class TransformerBlock(TransformerBlockBase):
         Transformer Architecture", 2020 (pre-LN).
     """
 
+    def __call__(self, inputs, *args, **kwargs):
+        outputs = super().__call__(inputs, *args, **kwargs)
+        if isinstance(inputs, keras.KerasTensor) and keras_mask(inputs) is not None:
+            # Building a Functional model runs `call` on placeholders, so the
+            # mask it gathers is lost and Keras would attach the `(B, T)` mask
+            # of `inputs`: gather that one with Keras ops, which the model
+            # then recomputes when it runs.
+            positions = kwargs.get("output_positions")
+            index = self.call_signature_parameters.index("output_positions") - 1
+            if positions is None and len(args) > index:
+                positions = args[index]
+            if positions is not None:
+                outputs._keras_mask = keras.ops.take_along_axis(
+                    keras_mask(inputs), keras.ops.cast(positions, "int32"), axis=1
+                )
+        return outputs
+
     def build(self, inputs_shape):
         hidden_dim = self._hidden_dim("inputs", inputs_shape)
         self._self_attention, self._self_attention_norm, self._self_attention_dropout = (
