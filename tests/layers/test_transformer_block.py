@@ -136,6 +136,23 @@ def test_bad_attention_mask_shape_is_named_before_it_meets_the_padding_mask(mask
               attention_mask=np.ones(mask_shape, bool))
 
 
+def test_tensors_of_unknown_rank_in_traced_calls():
+    block = TransformerBlock(num_heads=2, intermediate_dim=16)
+    x = _normal(2, 4, 8)
+    mask = masks.causal_mask(4, 4)[None]
+    expected = block(x, attention_mask=mask)
+    any_rank_mask = tf.function(
+        lambda x, mask: block(x, attention_mask=mask),
+        input_signature=[tf.TensorSpec((None, None, 8)), tf.TensorSpec(None, tf.bool)],
+    )
+    assert_allclose(any_rank_mask(x, mask), expected, atol=1e-6)  # the rank is set once checked
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"`attention_mask` must have shape"):
+        any_rank_mask(x, mask[0])
+    any_rank_inputs = tf.function(block, input_signature=[tf.TensorSpec(None)])
+    with pytest.raises(ValueError, match="`inputs` must have shape .* unknown rank"):
+        any_rank_inputs.get_concrete_function()
+
+
 def test_all_padding_sequence_is_finite():
     block = TransformerBlock(num_heads=2, intermediate_dim=16)
     x = tf.constant(_normal(2, 4, 8))

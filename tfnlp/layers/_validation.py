@@ -155,7 +155,8 @@ def tensors(*entries, limits=None, **known):
     `limits` maps a letter to `(maximum, argument name)`. `kind` is
     `"float"`, `"number"`, `"int"`, `"mask"`, `"string"` or None (any dtype). Only
     static sizes are compared (`None` matches anything), so this costs
-    nothing at run time.
+    nothing at run time; a floating-point value with a pattern must have a
+    static rank, other values may have none.
 
     Raises:
         TypeError: for a value of the wrong dtype, naming it.
@@ -176,12 +177,20 @@ def tensors(*entries, limits=None, **known):
         if kind is not None and not _KINDS[kind][1](dtype):
             raise TypeError(f"`{name}` must be {_KINDS[kind][0]} tensor, got dtype {dtype.name}.")
         shape = tf.TensorShape(value.shape)
-        if pattern is None or shape.rank is None:
+        if pattern is None:
             continue
         any_lead = pattern.startswith("...")
         letters = pattern[3:] if any_lead else pattern
         axes = (["..."] if any_lead else []) + list(letters)
         expected = f"({axes[0]},)" if len(axes) == 1 else "(" + ", ".join(axes) + ")"
+        if shape.rank is None:
+            if dtype.is_floating:  # it meets matmuls and norms that need the rank
+                raise ValueError(
+                    f"`{name}` must have shape {expected}, got a tensor of unknown rank; give "
+                    "it a static rank (e.g. a `tf.function` input_signature with one, or "
+                    "`tf.ensure_shape`)."
+                )
+            continue
         if shape.rank < len(letters) or (not any_lead and shape.rank != len(letters)):
             rank = f">= {len(letters)}" if any_lead else str(len(letters))
             raise ValueError(f"`{name}` must have shape {expected} (rank {rank}), got shape {shape}.")

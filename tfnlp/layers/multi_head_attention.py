@@ -27,8 +27,14 @@ def check_attention_mask(attention_mask, queries, key_length):
             "`attention_mask` must have shape (B, T, S) (rank 3), got shape "
             f"{shape}."
         )
-    if shape.rank is None:
-        return attention_mask
+    if shape.rank is None:  # it meets (B, T, S)-shaped ops: check the rank when it runs
+        check = tf.debugging.assert_rank(
+            attention_mask, 3, message="`attention_mask` must have shape (B, T, S) (rank 3)"
+        )
+        with tf.control_dependencies([check]):
+            attention_mask = tf.identity(attention_mask)
+        attention_mask.set_shape((None, None, None))
+        shape = attention_mask.shape
     sizes = (queries.shape[0], queries.shape[1], key_length)
     for axis, (expected, what) in enumerate(zip(sizes, ("B", "T", "S"), strict=True)):
         size = shape[axis]
