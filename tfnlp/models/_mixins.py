@@ -55,10 +55,14 @@ class CallsBackboneLayers:
     computes every position of its last block). Keras' Functional `layers`
     would then list the backbone's inner layers, changing the `.keras`
     weight paths and the order of the variables (and so of the optimizer's
-    slots). `layers` here is what it was when the model called the backbone:
-    the model's inputs, the backbone, then `_head_layers()`, so files saved
-    either way load either way and `backbone.trainable = False` still
-    freezes the whole backbone.
+    slots). `layers` here lists the model's inputs, the backbone, then
+    `_head_layers()`: the layers with weights come in the order they had
+    when the model called the backbone (the `InputLayer`s, which have none,
+    may come in another order, so index by name), so files saved either way
+    load either way and `backbone.trainable = False` still freezes the whole
+    backbone. `summary()` reads the graph itself, so it lists the backbone's
+    layers (and a few slicing ops) one by one; the parameter counts are the
+    same.
     """
 
     def _head_layers(self):
