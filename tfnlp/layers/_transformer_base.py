@@ -60,6 +60,7 @@ class TransformerBlockBase(keras.layers.Layer):
         _validation.tensors(
             *((name, value, pattern, kinds.get(name.rsplit("_", 1)[-1], "float"))
               for name, value, pattern in entries),
+            ranks_known=True,  # the projections and norms need them
             D=self._hidden_size, C=(2, "keys and values"), H=(self.num_heads, "`num_heads`"),
             K=(self._hidden_size // self.num_heads, "hidden size // `num_heads`"), **known,
         )

@@ -144,7 +144,7 @@ _KINDS = {
 }
 
 
-def tensors(*entries, limits=None, **known):
+def tensors(*entries, limits=None, ranks_known=False, **known):
     """Checks the dtypes and static shapes of call arguments against shape patterns.
 
     Each entry is `(name, value, pattern, kind)`; entries whose value is None
@@ -155,8 +155,9 @@ def tensors(*entries, limits=None, **known):
     `limits` maps a letter to `(maximum, argument name)`. `kind` is
     `"float"`, `"number"`, `"int"`, `"mask"`, `"string"` or None (any dtype). Only
     static sizes are compared (`None` matches anything), so this costs
-    nothing at run time; a floating-point value with a pattern must have a
-    static rank, other values may have none.
+    nothing at run time. A value of unknown rank is let through, except
+    that with `ranks_known=True` (for layers whose ops need the rank) a
+    floating-point value with a pattern gets an error naming it.
 
     Raises:
         TypeError: for a value of the wrong dtype, naming it.
@@ -184,7 +185,7 @@ def tensors(*entries, limits=None, **known):
         axes = (["..."] if any_lead else []) + list(letters)
         expected = f"({axes[0]},)" if len(axes) == 1 else "(" + ", ".join(axes) + ")"
         if shape.rank is None:
-            if dtype.is_floating:  # it meets matmuls and norms that need the rank
+            if ranks_known and dtype.is_floating:
                 raise ValueError(
                     f"`{name}` must have shape {expected}, got a tensor of unknown rank; give "
                     "it a static rank (e.g. a `tf.function` input_signature with one, or "

@@ -256,6 +256,7 @@ class MultiHeadAttention(keras.layers.Layer):
             ("value", value if uses_inputs else None, "BSV", "number"),
             ("key", key if uses_inputs else None, "BSK", "number"),
             ("cache", cache, "BCMHD", "number"),
+            ranks_known=True,  # the head projections need them
             C=(2, "keys and values"), H=(self.num_heads, "`num_heads`"),
             D=(self.key_dim, "`key_dim`"), **self._input_sizes,
         )
