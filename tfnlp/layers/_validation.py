@@ -255,6 +255,16 @@ def ids_in_range(name, ids, upper, what):
     return ids
 
 
+def positions_in_range(name, positions, sequence, what):
+    """`positions` into axis 1 of `sequence` `(B, T, ...)`, checked to lie in `[0, T)`, as int32.
+
+    The check is `ids_in_range`'s, against the static `T` where it is known.
+    `what` names the sequence for the message (`"the length of `inputs`"`).
+    """
+    length = sequence.shape[1] if sequence.shape[1] is not None else tf.shape(sequence)[1]
+    return tf.cast(ids_in_range(name, positions, length, what), tf.int32)
+
+
 def token_ids_in_range(upper, what, **ids):
     """Checks named Python-int token ids (`end_id=3`, ...) against `[0, upper)`.
 

@@ -111,11 +111,9 @@ class MaskedLMHead(keras.layers.Layer):
         )
         gathered = inputs
         if masked_positions is not None:
-            length = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
-            masked_positions = _validation.ids_in_range(
-                "masked_positions", masked_positions, length, "the length of `inputs`"
+            masked_positions = _validation.positions_in_range(
+                "masked_positions", masked_positions, inputs, "the length of `inputs`"
             )
-            masked_positions = tf.cast(masked_positions, tf.int32)
             gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)
         hidden = self._norm(self._transform(gathered))
         # One 2-D matmul: a (B, P, H) x (V, H) batched matmul would broadcast

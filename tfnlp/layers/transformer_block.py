@@ -82,19 +82,18 @@ class TransformerBlock(TransformerBlockBase):
 
     def __call__(self, inputs, *args, **kwargs):
         outputs = super().__call__(inputs, *args, **kwargs)
-        if isinstance(inputs, keras.KerasTensor) and keras_mask(inputs) is not None:
-            # Building a Functional model runs `call` on placeholders, so the
-            # mask it gathers is lost and Keras would attach the `(B, T)` mask
-            # of `inputs`: gather that one with Keras ops, which the model
-            # then recomputes when it runs.
-            positions = kwargs.get("output_positions")
-            index = self.call_signature_parameters.index("output_positions") - 1
-            if positions is None and len(args) > index:
-                positions = args[index]
-            if positions is not None:
-                outputs._keras_mask = keras.ops.take_along_axis(
-                    keras_mask(inputs), keras.ops.cast(positions, "int32"), axis=1
-                )
+        positions = kwargs.get("output_positions")
+        index = self.call_signature_parameters.index("output_positions") - 1  # after `inputs`
+        if positions is None and len(args) > index:
+            positions = args[index]
+        if positions is not None and keras_mask(inputs) is not None:
+            # Keras attached the `(B, T)` mask of `inputs`; the output has the
+            # rows at `positions` (`call` checked them). Here rather than in
+            # `call`, so that a Functional model (whose `call` runs on
+            # placeholders when it is built) records these Keras ops.
+            outputs._keras_mask = keras.ops.take_along_axis(
+                keras_mask(inputs), keras.ops.cast(positions, "int32"), axis=1
+            )
         return outputs
 
     def build(self, inputs_shape):
@@ -148,29 +147,17 @@ class TransformerBlock(TransformerBlockBase):
             key_padding_mask(implicit_source, padding_mask, "padding_mask"), attention_mask
         )
 
-        output_mask = None
         if output_positions is not None:
-            output_positions = _positions_in_range(output_positions, inputs)
+            output_positions = _validation.positions_in_range(
+                "output_positions", output_positions, inputs, "the length of `inputs`"
+            )
             mask = _query_rows(mask, output_positions, inputs)
-            if keras_mask(inputs) is not None:
-                output_mask = tf.gather(keras_mask(inputs), output_positions, batch_dims=1)
 
         x, cache = self._self_attention_sublayer(
             inputs, mask, cache, cache_update_index, training, output_positions
         )
         x = self._feedforward(x, training)
-        if output_mask is not None:
-            x._keras_mask = output_mask  # Keras would attach the (B, T) mask of `inputs`
         return x if cache is None else (x, cache)
-
-
-def _positions_in_range(positions, inputs):
-    """`positions` checked to lie in `[0, T)` of `inputs`, as int32."""
-    length = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
-    positions = _validation.ids_in_range(
-        "output_positions", positions, length, "the length of `inputs`"
-    )
-    return tf.cast(positions, tf.int32)
 
 
 def _query_rows(mask, positions, inputs):

@@ -186,10 +186,10 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         token_ids = inputs.get("token_ids")
         for name in position_inputs:
             value = inputs.get(name)
-            if value is None or not tf.is_tensor(token_ids) or not tf.is_tensor(value):
-                continue
-            length = token_ids.shape[1] if token_ids.shape[1] is not None else tf.shape(token_ids)[1]
-            inputs[name] = _validation.ids_in_range(name, value, length, "the length of `token_ids`")
+            if tf.is_tensor(token_ids) and tf.is_tensor(value):
+                inputs[name] = _validation.positions_in_range(
+                    name, value, token_ids, "the length of `token_ids`"
+                )
         return inputs
 
     def _encode(self, inputs, output_positions=None):
