@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bert_benchmark.py --profile --presets bert_tiny bert_small
 	$(BIN)/python benchmarks/scatter_benchmark.py
 	$(BIN)/python benchmarks/last_block_benchmark.py
+	$(BIN)/python benchmarks/dropout_benchmark.py
 	$(BIN)/python benchmarks/seq2seq_benchmark.py
 	$(BIN)/python benchmarks/generation_benchmark.py
 	$(BIN)/python benchmarks/elmo_benchmark.py

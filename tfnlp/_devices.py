@@ -13,6 +13,25 @@ def accelerator_visible():
     return any(device.device_type != "CPU" for device in tf.config.list_physical_devices())
 
 
+def random_algorithm():
+    """The `alg` of tfnlp's in-model random draws (dropout): `"philox"`, or on a TPU TensorFlow's choice.
+
+    TensorFlow's default, `"auto_select"`, is Philox in its CPU and GPU
+    kernels and gives the same bits under XLA on a CPU, but there XLA
+    generates them about 100x slower than with Philox named (2-core Zen 3,
+    1M uint32 words: 244 ms against 2.5 ms; benchmarks/README.md, item 12),
+    which made XLA-compiled BERT-tiny training steps twice as slow. Naming
+    Philox keeps every bit the same, with or without XLA. On a TPU
+    `"auto_select"` picks the TPU's own generator, so it is kept there.
+
+    >>> random_algorithm()
+    'philox'
+    """
+    if any(device.device_type == "TPU" for device in tf.config.list_logical_devices()):
+        return "auto_select"
+    return "philox"
+
+
 def in_xla_context():
     """True while tracing a function that XLA will compile (`jit_compile=True`).
 

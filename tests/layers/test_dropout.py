@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from tests.harness import run_layer_test
+from tfnlp import _devices
 from tfnlp.layers import Dropout
 
 
@@ -108,6 +109,33 @@ def test_xla_matches_graph():
     layer.seed_generator.state.assign(state)
     xla = tf.function(lambda x: layer(x, training=True), jit_compile=True)(x).numpy()
     np.testing.assert_array_equal(graph, xla)
+
+
+def test_draws_with_philox_named_which_xla_on_cpus_runs_fast():
+    """Named Philox: the bits TensorFlow's default draws on CPUs and GPUs.
+
+    Under XLA on a CPU the default ("auto_select") is about 100x slower
+    (benchmarks/README.md, item 12); `test_xla_matches_graph` shows the
+    masks are the same with and without XLA.
+    """
+    layer = Dropout(0.3, seed=4)
+    for jit in (False, True):
+        function = tf.function(lambda x: layer(x, training=True), jit_compile=jit)
+        graph = function.get_concrete_function(tf.TensorSpec((5, 9))).graph
+        algorithms = [
+            tf.get_static_value(op.inputs[3]) for op in graph.get_operations()
+            if op.type == "StatelessRandomUniformFullIntV2"
+        ]
+        assert algorithms and all(a == 1 for a in algorithms), algorithms  # 1 = RNG_PHILOX, 3 = auto_select
+
+
+def test_philox_named_gives_the_bits_of_the_default_algorithm(monkeypatch):
+    """Naming Philox changed no mask: the same bits as TensorFlow's default on this CPU."""
+    x = tf.ones((6, 40))
+    named = Dropout(0.4, seed=11)(x, training=True)
+    monkeypatch.setattr(_devices, "random_algorithm", lambda: "auto_select")
+    default = Dropout(0.4, seed=11)(x, training=True)
+    np.testing.assert_array_equal(named, default)
 
 
 def test_same_config_as_keras_dropout():
