@@ -41,9 +41,8 @@ def load(path):
         return {k: f[k] for k in f.files}
 
 
-def main(family, checkpoint_dir, result_path, steps, per_replica=False, dropout=0.1):
+def main(family, checkpoint_dir, result_path, steps, strategy, per_replica=False, dropout=0.1):
     keras.backend.clear_session()  # each job as in a process of its own
-    strategy = training.strategy()
     keras.utils.set_random_seed(11)
     with strategy.scope():
         model = families.model(family, dropout=dropout)
@@ -79,6 +78,7 @@ if __name__ == "__main__":
     steps, *jobs = arguments
     per_replica, dropout = "--per-replica" in sys.argv, 0.0 if "--no-dropout" in sys.argv else 0.1
     tf.config.experimental.enable_op_determinism()
+    strategy = training.strategy()  # one per process: a second MultiWorkerMirroredStrategy cannot join the cluster
     for index in range(0, len(jobs), 3):
         print(f"job {index // 3}", flush=True)
-        main(*jobs[index : index + 3], steps=int(steps), per_replica=per_replica, dropout=dropout)
+        main(*jobs[index : index + 3], steps=int(steps), strategy=strategy, per_replica=per_replica, dropout=dropout)

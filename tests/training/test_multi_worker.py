@@ -45,23 +45,39 @@ def single(tmp_path_factory):
     return {f: load(root / f"{f}.npz") for f in FAMILIES}
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, single, tmp_path):
+def _workers(jobs_of, steps=STEPS):
+    """Starts two workers of one cluster; `jobs_of(index)` gives worker `index`'s jobs. Returns both."""
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
-    jobs = []
+    processes = []
     for index in range(2):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        env = dict(os.environ, TF_CONFIG=json.dumps(config))
-        jobs.append(_job([(family, tmp_path / f"worker{index}", tmp_path / f"worker{index}.npz")], env))
-    try:
-        for job in jobs:
-            _, errors = job.communicate(timeout=300)
-            assert job.returncode == 0, errors[-3000:]
-    finally:
-        for job in jobs:
-            job.kill()
+        processes.append(_job(jobs_of(index), dict(os.environ, TF_CONFIG=json.dumps(config)), steps))
+    return processes
 
-    expected, chief = single[family], load(tmp_path / "worker0.npz")
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Every family trained by a cluster of two workers: each worker process runs them in turn.
+
+    One strategy per process (a second MultiWorkerMirroredStrategy cannot
+    join the cluster), as in a user's job that trains several models.
+    """
+    root = tmp_path_factory.mktemp("cluster")
+    processes = _workers(lambda i: [(f, root / f / f"worker{i}", root / f / f"worker{i}.npz") for f in FAMILIES])
+    try:
+        for process in processes:
+            _, errors = process.communicate(timeout=600)
+            assert process.returncode == 0, errors[-3000:]
+    finally:
+        for process in processes:
+            process.kill()
+    return root
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, single, cluster):
+    directory = cluster / family
+    expected, chief = single[family], load(directory / "worker0.npz")
     assert int(chief["steps"]) == int(expected["steps"]) == STEPS
     np.testing.assert_allclose(chief["loss"], expected["loss"], rtol=1e-5, atol=1e-6)
     weights = [k for k in expected if k.startswith("w")]
@@ -69,26 +85,23 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, si
     for key in weights:
         np.testing.assert_allclose(chief[key], expected[key], atol=1e-5, err_msg=key)
     # Worker 0 is the chief: it alone keeps checkpoints, summaries and results.
-    assert list((tmp_path / "worker0").glob("ckpt-*.index"))
-    assert list((tmp_path / "worker0" / "logs").glob("events.out.tfevents.*"))
-    assert not (tmp_path / "worker1.npz").exists()
-    assert not list((tmp_path / "worker1").glob("**/events.out.tfevents.*"))
-    assert not list((tmp_path / "worker1").glob("**/ckpt-*"))  # its scratch copies are gone
+    assert list((directory / "worker0").glob("ckpt-*.index"))
+    assert list((directory / "worker0" / "logs").glob("events.out.tfevents.*"))
+    assert not (directory / "worker1.npz").exists()
+    assert not list((directory / "worker1").glob("**/events.out.tfevents.*"))
+    assert not list((directory / "worker1").glob("**/ckpt-*"))  # its scratch copies are gone
 
-    if family != "transformer_classifier":
-        return
-    # Resuming without a shared checkpoint directory: worker 1 finds nothing
-    # to restore while the chief finds step 4. Both refuse, naming the cause.
-    jobs = []
-    for index in range(2):
-        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        env = dict(os.environ, TF_CONFIG=json.dumps(config))
-        jobs.append(_job([(family, tmp_path / f"worker{index}", tmp_path / f"again{index}.npz")], env,
-                         steps=STEPS + 2))
+
+def test_resuming_without_a_shared_checkpoint_directory_is_refused_by_both_workers(cluster, tmp_path):
+    """Worker 1 finds nothing to restore while the chief finds step 4: both refuse, naming the cause."""
+    family = "transformer_classifier"
+    processes = _workers(lambda i: [(family, cluster / family / f"worker{i}", tmp_path / f"again{i}.npz")],
+                         steps=STEPS + 2)
     try:
-        for job in jobs:
-            _, errors = job.communicate(timeout=300)
-            assert job.returncode != 0 and "shared file system" in errors, errors[-2000:]
+        for process in processes:
+            _, errors = process.communicate(timeout=300)
+            assert process.returncode != 0 and "shared file system" in errors, errors[-2000:]
     finally:
-        for job in jobs:
-            job.kill()
+        for process in processes:
+            process.kill()
+    assert not list(tmp_path.glob("again*.npz"))

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import threading
@@ -61,8 +62,8 @@ def _kill_after(family, checkpoint_dir, result, step):
 def runs(tmp_path_factory):
     """Every family straight through; every family killed after step 5, then restarted.
 
-    Also a transformer classifier killed after step 5 whose next checkpoint is
-    then cut short. The straight runs share one process, the restarts another
+    Also a copy of the killed transformer classifier's checkpoints whose next
+    checkpoint is then cut short. The straight runs share one process, the restarts another
     (each job starts from the same seeds and a cleared Keras session); each
     killed run is a process of its own.
     """
@@ -70,7 +71,6 @@ def runs(tmp_path_factory):
     straight = {f: (f, root / "straight" / f, root / "straight" / f"{f}.npz") for f in FAMILIES}
     _run(*straight.values())
     crashed = {f: (f, root / "crashed" / f, root / "crashed" / f"{f}.npz") for f in FAMILIES}
-    crashed["cut_short"] = ("transformer_classifier", root / "cut_short", root / "cut_short.npz")
     # Killed right after step 5 (checkpoints every 2 steps: the last is
     # ckpt-4, or ckpt-6 should step 6 slip in before the signal lands).
     last = {name: _kill_after(*job, step=5) for name, job in crashed.items()}
@@ -78,7 +78,12 @@ def runs(tmp_path_factory):
     # What a crash in the middle of writing the next checkpoint leaves: its
     # data and index files, truncated. `checkpoint`, which TensorFlow
     # replaces atomically only once both are complete, still names the last.
+    # (A copy of the killed transformer classifier's directory, rather than
+    # one more killed process.)
     directory = root / "cut_short"
+    shutil.copytree(crashed["transformer_classifier"][1], directory)
+    crashed["cut_short"] = ("transformer_classifier", directory, root / "cut_short.npz")
+    last["cut_short"] = last["transformer_classifier"]
     (directory / f"ckpt-{last['cut_short'] + 2}.data-00000-of-00001").write_bytes(b"\x00" * 17)
     (directory / f"ckpt-{last['cut_short'] + 2}.index").write_bytes(b"partial")
     assert tf.train.latest_checkpoint(str(directory)).endswith(f"ckpt-{last['cut_short']}")
