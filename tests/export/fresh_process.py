@@ -1,5 +1,11 @@
-"""Calls a SavedModel's signatures in a new Python process without tfnlp."""
+"""Calls SavedModels' signatures in a Python process of its own that never imports tfnlp.
 
+One such process per test process serves every SavedModel its tests ask for
+(each loaded once with `tf.saved_model.load`), so the tests pay TensorFlow's
+start-up once rather than once per call.
+"""
+
+import atexit
 import json
 import os
 import select
@@ -11,20 +17,31 @@ import time
 
 import numpy as np
 
-_LOADER = textwrap.dedent(
+_SERVER = textwrap.dedent(
     """
     import json, sys
     import tensorflow as tf
     import tensorflow_text  # registers the ops; tfnlp itself is never imported
     assert "tfnlp" not in sys.modules
-    model = tf.saved_model.load(sys.argv[1])
-    results = []
-    for call in json.load(open(sys.argv[2])):
-        inputs = {k: tf.constant([t.encode("latin-1") for t in v], tf.string)
-                  for k, v in call["inputs"].items()}
-        outputs = model.signatures[call["signature"]](**inputs)
-        results.append({k: v.numpy().tolist() for k, v in outputs.items()})
-    print(json.dumps(results, default=lambda b: b.decode("utf-8", "replace")))
+    models = {}
+    print("@@ready", flush=True)
+    for line in sys.stdin:
+        call = json.loads(line)
+        try:
+            if call["op"] == "load":
+                models[call["path"]] = tf.saved_model.load(call["path"])
+                reply = {"loaded": call["path"]}
+            elif call["op"] == "forget":
+                reply = {"forgot": models.pop(call["path"], None) is not None}
+            else:
+                inputs = {k: tf.constant([t.encode("latin-1") for t in v], tf.string)
+                          for k, v in call["inputs"].items()}
+                outputs = models[call["path"]].signatures[call["signature"]](**inputs)
+                reply = {"outputs": {k: {"shape": v.shape.as_list(), "dtype": v.dtype.name,
+                                         "values": v.numpy().tolist()} for k, v in outputs.items()}}
+        except Exception as error:  # reported to the test, which fails on it
+            reply = {"error": f"{type(error).__name__}: {error}"[-3000:]}
+        print("@@" + json.dumps(reply, default=lambda b: b.decode("utf-8", "replace")), flush=True)
     """
 )
 
@@ -36,63 +53,27 @@ def as_bytes(text):
     return text.encode("utf-8").decode("latin-1")
 
 
-def serve(path, calls, tmp_path):
-    """Runs `calls` = [{"signature": name, "inputs": {arg: [str or bytes]}}] on `path`."""
-    calls = [
-        {"signature": c["signature"], "inputs": {k: [as_bytes(t) for t in v] for k, v in c["inputs"].items()}}
-        for c in calls
-    ]
-    request = tmp_path / "calls.json"
-    request.write_text(json.dumps(calls))
-    result = subprocess.run([sys.executable, "-c", _LOADER, path, str(request)],
-                            capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+class _Server:
+    """The serving process: JSON requests on its stdin, `@@`-prefixed JSON replies on its stdout."""
 
-
-# --- A long-lived fresh process, for property tests that call a signature many times ---
-
-_SERVER = textwrap.dedent(
-    """
-    import json, sys
-    import tensorflow as tf
-    import tensorflow_text  # registers the ops; tfnlp itself is never imported
-    assert "tfnlp" not in sys.modules
-    model = tf.saved_model.load(sys.argv[1])
-    print("@@ready", flush=True)
-    for line in sys.stdin:
-        call = json.loads(line)
-        inputs = {k: tf.constant([t.encode("latin-1") for t in v], tf.string)
-                  for k, v in call["inputs"].items()}
-        try:
-            outputs = model.signatures[call["signature"]](**inputs)
-            reply = {"outputs": {k: {"shape": v.shape.as_list(), "dtype": v.dtype.name,
-                                     "values": v.numpy().tolist()} for k, v in outputs.items()}}
-        except Exception as error:  # reported to the test, which fails on it
-            reply = {"error": f"{type(error).__name__}: {error}"[-3000:]}
-        print("@@" + json.dumps(reply, default=lambda b: b.decode("utf-8", "replace")), flush=True)
-    """
-)
-
-
-class ServingProcess:
-    """A SavedModel loaded once in a new Python process without tfnlp, called over pipes.
-
-    Use it as a context manager (`with ServingProcess(path) as process:`).
-    `process(signature, **inputs)` sends one request (each input a list of
-    `str` or `bytes`, any bytes at all) and returns `{output: np.ndarray}`
-    with the served shapes; a signature that raises, a process that dies, or
-    a call that takes longer than `timeout` seconds fails the test.
-    """
-
-    def __init__(self, path, timeout=120):
-        self.timeout = timeout
+    def __init__(self):
         self._log = tempfile.TemporaryFile()  # TensorFlow's stderr, shown on failure
-        self._process = subprocess.Popen([sys.executable, "-c", _SERVER, path], stdin=subprocess.PIPE,
+        self._process = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._log)
         self._buffer = b""
         if self._read_reply(timeout=300) != "ready":
             raise AssertionError("the serving process did not start")
+
+    def alive(self):
+        return self._process.poll() is None
+
+    def request(self, timeout, **request):
+        """Sends one request; returns its reply (a dict), failing the test on an error."""
+        self._process.stdin.write((json.dumps(request) + "\n").encode())
+        self._process.stdin.flush()
+        reply = json.loads(self._read_reply(timeout))
+        assert "error" not in reply, f"{request!r:.300} raised {reply.get('error')}"
+        return reply
 
     def _read_reply(self, timeout):
         deadline = time.monotonic() + timeout
@@ -107,19 +88,57 @@ class ServingProcess:
             ready, _, _ = select.select([self._process.stdout], [], [], max(left, 0))
             chunk = os.read(self._process.stdout.fileno(), 1 << 20) if ready else None
             if not chunk:
-                self._process.kill()  # hung or dead: free its memory now
+                self._process.kill()  # hung or dead: free its memory now (the next test starts another)
                 self._log.seek(0)
                 reason = "timed out" if chunk is None else f"died ({self._process.poll()})"
                 raise AssertionError(f"the serving process {reason}:\n{self._log.read()[-3000:].decode(errors='replace')}")
             self._buffer += chunk
 
+    def close(self):
+        try:
+            self._process.stdin.close()
+            self._process.wait(timeout=60)
+        finally:
+            self._process.kill()
+            self._log.close()
+
+
+_server = None
+
+
+def _shared_server():
+    """This test process's serving process, started (again, should the last one have died) on demand."""
+    global _server
+    if _server is None or not _server.alive():
+        _server = _Server()
+    return _server
+
+
+@atexit.register
+def _close_server():
+    if _server is not None:
+        _server.close()
+
+
+class ServingProcess:
+    """A SavedModel loaded once in the serving process (no tfnlp), called over pipes.
+
+    Use it as a context manager (`with ServingProcess(path) as process:`);
+    leaving it unloads the model. `process(signature, **inputs)` sends one
+    request (each input a list of `str` or `bytes`, any bytes at all) and
+    returns `{output: np.ndarray}` with the served shapes; a signature that
+    raises, a process that dies, or a call that takes longer than `timeout`
+    seconds fails the test.
+    """
+
+    def __init__(self, path, timeout=120):
+        self.path, self.timeout = str(path), timeout
+        self._server = _shared_server()
+        self._server.request(300, op="load", path=self.path)
+
     def __call__(self, signature, **inputs):
-        request = {"signature": signature,
-                   "inputs": {k: [as_bytes(t) for t in v] for k, v in inputs.items()}}
-        self._process.stdin.write((json.dumps(request) + "\n").encode())
-        self._process.stdin.flush()
-        reply = json.loads(self._read_reply(self.timeout))
-        assert "error" not in reply, f"{signature}{inputs!r:.300} raised {reply.get('error')}"
+        reply = self._server.request(self.timeout, op="call", path=self.path, signature=signature,
+                                     inputs={k: [as_bytes(t) for t in v] for k, v in inputs.items()})
         return {name: _array(output) for name, output in reply["outputs"].items()}
 
     def __enter__(self):
@@ -129,12 +148,17 @@ class ServingProcess:
         self.close()
 
     def close(self):
-        try:
-            self._process.stdin.close()
-            self._process.wait(timeout=60)
-        finally:
-            self._process.kill()
-            self._log.close()
+        if self._server.alive():
+            self._server.request(60, op="forget", path=self.path)
+
+
+def serve(path, calls):
+    """Runs `calls` = [{"signature": name, "inputs": {arg: [str or bytes]}}] on the SavedModel at `path`.
+
+    Returns one `{output: nested lists}` per call (strings decoded from UTF-8).
+    """
+    with ServingProcess(path, timeout=300) as process:
+        return [{k: v.tolist() for k, v in process(c["signature"], **c["inputs"]).items()} for c in calls]
 
 
 def _array(output):

@@ -29,7 +29,7 @@ def test_backbone_features_match_in_memory(bert, tmp_path):
         {"signature": "serving_default", "inputs": {"text": texts}},
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
         {"signature": "encode_pairs", "inputs": {"text_a": texts[:2], "text_b": ["b side", ""]}},
-    ], tmp_path)
+    ])
     batches = [
         preprocessor(tf.constant([t if isinstance(t, bytes) else t.encode() for t in texts])),
         preprocessor(tf.constant([texts[0]])),
@@ -46,7 +46,7 @@ def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
     _, pretrainer, preprocessor = bert
     path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
     texts = ["The [MASK] sat on the [MASK].", "no mask here", "[MASK]", "a [MASK] b [MASK] c [MASK]"]
-    result = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}], tmp_path)[0]
+    result = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}])[0]
     assert result["mask_count"] == [2, 0, 1, 2]  # at most max_masks answered
     tokenizer = preprocessor.tokenizer
     # The first text: where are its masks, and what does the in-memory model say?
@@ -67,7 +67,7 @@ def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
     again, bad = serve(path, [
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
         {"signature": "serving_default", "inputs": {"text": ["", b"\xff\xfe [MASK]", "[MASK] " * 40_000]}},
-    ], tmp_path)
+    ])
     np.testing.assert_allclose(again["probabilities"][0], result["probabilities"][0], atol=1e-5)
     assert bad["mask_count"] == [0, 1, 2]  # the long one: cut to the packed length, max_masks
     assert np.isfinite(np.array(bad["probabilities"])).all()

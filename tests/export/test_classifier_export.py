@@ -55,12 +55,12 @@ def test_layout_and_signatures(exported):
         assert name in shown
 
 
-def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported):
     path, classifier, preprocessor = exported
     singles = [TEXTS[:1], TEXTS]
     pairs = {"text_a": ["good", "", "bad taste"], "text_b": ["", "only b", "x" * 1000]}
     served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in singles]
-                   + [{"signature": "classify_pairs", "inputs": pairs}], tmp_path)
+                   + [{"signature": "classify_pairs", "inputs": pairs}])
     for batch, result in zip(singles, served[:2], strict=True):
         expected = _probabilities(classifier, preprocessor(tf.constant(batch)))
         np.testing.assert_allclose(result["probabilities"], expected, atol=1e-5)
@@ -72,12 +72,12 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
     np.testing.assert_allclose(served[2]["probabilities"], expected, atol=1e-5)
 
 
-def test_bad_input_gives_valid_results(exported, tmp_path):
+def test_bad_input_gives_valid_results(exported):
     path, _, _ = exported
     served = serve(path, [
         {"signature": "serving_default", "inputs": {"text": [b"\xff\xfe\xc3", "", "\x00\x07"]}},
         {"signature": "serving_default", "inputs": {"text": []}},
-    ], tmp_path)
+    ])
     probabilities = np.array(served[0]["probabilities"])
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)

@@ -46,8 +46,7 @@ def exported(tmp_path_factory):
     directory = tmp_path_factory.mktemp("saved_models") / "elmo"
     path = export.export_elmo(embedder, str(directory), max_tokens=MAX_TOKENS)
     batches = [TEXTS, TEXTS[:1], []]
-    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
-                   tmp_path_factory.mktemp("calls"))
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches])
     return path, embedder, dict(zip(["all", "one", "none"], served, strict=True))
 
 

@@ -51,11 +51,10 @@ def expected_outputs(model, source, target, texts, settings):
     return model.generate(ids, mask, start_id=target.cls_id, end_id=target.sep_id, **settings)
 
 
-def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported):
     path, model, source, target, settings = exported
     batches = [TEXTS[:1], TEXTS]
-    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
-                   tmp_path)
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches])
     for batch, result in zip(batches, served, strict=True):
         expected = expected_outputs(model, source, target, batch, settings)
         np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
@@ -66,10 +65,9 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, tmp_path):
         assert result["output_text"] == [t.decode("utf-8", "replace") for t in texts]
 
 
-def test_every_input_terminates_with_finite_scores(exported, tmp_path):
+def test_every_input_terminates_with_finite_scores(exported):
     path = exported[0]
-    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS}}],
-                      tmp_path)
+    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS}}])
     lengths = np.array(result["lengths"])
     assert np.all((lengths >= 1) & (lengths <= MAX_LENGTH))
     assert len(set(lengths.tolist())) > 1, "the end token must be able to stop decoding"
@@ -131,8 +129,7 @@ def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_pat
     marked = [function.signature.name for function in graph.library.function
               if function.attr["_XlaMustCompile"].b]
     assert marked, "the decoding loop must be marked for XLA"
-    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}],
-                      tmp_path)
+    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}])
     expected = expected_outputs(model, source, target, TEXTS[:3], settings)
     np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
     np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)
