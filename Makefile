@@ -40,7 +40,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
 
-# Every benchmark (about 55 minutes on the 2-core project machine), then
+# Every benchmark (about an hour on the 2-core project machine), then
 # benchmarks/results/summary.md and the plots; the machine's matmul peak first.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/data_benchmark.py
 	$(BIN)/python benchmarks/autotune_benchmark.py
 	$(BIN)/python benchmarks/first_fit_benchmark.py
+	$(BIN)/python benchmarks/first_batch_benchmark.py
 	$(BIN)/python benchmarks/bert_benchmark.py
 	$(BIN)/python benchmarks/bert_benchmark.py --presets bert_base --rounds 2 --steps 1 --jit 0 \
 		--json benchmarks/results/bert_base.json

@@ -226,3 +226,48 @@ def test_texts_of_a_rank_known_only_when_run_are_preprocessed():
                                            output_signature=tf.TensorSpec(None, tf.string))
     np.testing.assert_array_equal(next(iter(texts.map(preprocessor)))["token_ids"],
                                   [[2, 5, 3, 0, 0, 0], [2, 6, 3, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("pipeline", ["bert_pretraining", "elmo", "encoder_decoder", "unilm_finetuning",
+                                      "classification"])
+def test_map_functions_left_unconverted_give_the_batches_autograph_gives(tokenizer, pipeline, monkeypatch):
+    """tfnlp's map functions are marked `do_not_convert` (seconds less per process:
+    benchmarks/first_batch_benchmark.py); converted by AutoGraph they give the same batches."""
+
+    def first_batches():
+        documents = datasets.load_documents("en_novels", "validation").take(4)
+        if pipeline == "bert_pretraining":
+            dataset = data.bert_pretraining_dataset(documents, tokenizer, 32, 4, batch_size=4,
+                                                    whole_word_masking=True, shuffle_buffer=50)
+        elif pipeline == "elmo":
+            dataset = data.elmo_dataset(documents, ["<S>", "</S>", "<UNK>", "the", "a"], sequence_length=12,
+                                        max_characters=10, batch_size=4)
+        elif pipeline == "classification":
+            reviews = datasets.load_fine_food_reviews("validation").take(8)
+            dataset = data.classification_dataset(reviews, data.BertPreprocessor(tokenizer, 16), batch_size=4,
+                                                  bucket_boundaries=[8])
+        else:
+            pairs = tf.data.Dataset.from_tensor_slices((["In the beginning", "", "x " * 99], ["a", "b c", "d"]))
+            if pipeline == "unilm_finetuning":
+                dataset = data.unilm_finetuning_dataset(pairs, tokenizer, 16, batch_size=3)
+            else:
+                dataset = data.encoder_decoder_dataset(pairs, tokenizer, tokenizer, 8, 6, batch_size=3)
+        return [tf.nest.map_structure(np.asarray, b) for b in dataset.take(2)]
+
+    from tensorflow.python.autograph.impl import api as autograph_api  # counts what AutoGraph converts
+
+    entities, convert = [], autograph_api._convert_actual
+    monkeypatch.setattr(autograph_api, "_convert_actual",
+                        lambda entity, *args: entities.append(entity) or convert(entity, *args))
+
+    def tfnlp_functions():
+        return [e for e in entities if getattr(e, "__module__", "").startswith("tfnlp")]
+
+    shipped = first_batches()
+    assert not tfnlp_functions()
+    monkeypatch.setattr(tf.autograph.experimental, "do_not_convert", lambda func=None: func)
+    converted = first_batches()
+    assert tfnlp_functions()  # the count sees conversions
+    assert shipped and len(shipped) == len(converted)
+    for ours, theirs in zip(shipped, converted, strict=True):
+        tf.nest.map_structure(np.testing.assert_array_equal, ours, theirs)

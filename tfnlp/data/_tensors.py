@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 
+@tf.autograph.experimental.do_not_convert
 def dense_row(x):
     """A row sliced out of a ragged tensor arrives ragged-typed: make it dense."""
     return x.to_tensor() if isinstance(x, tf.RaggedTensor) else tf.identity(x)

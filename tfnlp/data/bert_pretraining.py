@@ -89,6 +89,7 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
         )
     documents = documents.enumerate()
 
+    @tf.autograph.experimental.do_not_convert
     def chunked(document_id, sentences):
         chunks = _document_chunks(sentences, tokenizer, segment_length)
         return {
@@ -97,6 +98,7 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
             "tokens": chunks,
         }
 
+    @tf.autograph.experimental.do_not_convert
     def pairs(document_id, sentences):
         chunks = _document_chunks(sentences, tokenizer, segment_length)
         count = tf.maximum(chunks.nrows() - 1, 0)
@@ -116,6 +118,7 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
         randoms = randoms.shuffle(shuffle_buffer, seed=seed + 1)
     examples = tf.data.Dataset.zip(candidates, randoms.repeat()).enumerate()
 
+    @tf.autograph.experimental.do_not_convert
     def choose(index, zipped):
         candidate, random = zipped
         coin = tf.random.stateless_uniform([], seed=tf.stack([seed, tf.cast(index, tf.int32)]))
@@ -268,6 +271,7 @@ def bert_pretraining_dataset(
         random_next_probability=random_next_probability,
     )
 
+    @tf.autograph.experimental.do_not_convert
     def example(index, pair):
         row_seed = tf.stack([seed, tf.cast(index, tf.int32)])
         token_ids, segment_ids = packer.combine(
@@ -322,5 +326,7 @@ def bert_pretraining_dataset(
         }
 
     examples = pairs.enumerate().map(example, num_parallel_calls=tf.data.AUTOTUNE)
-    examples = examples.map(lambda x: {k: tf.cast(v, tf.int32) for k, v in x.items()})
+    examples = examples.map(
+        tf.autograph.experimental.do_not_convert(lambda x: {k: tf.cast(v, tf.int32) for k, v in x.items()})
+    )
     return _prefetched(examples.batch(batch_size, drop_remainder=True))

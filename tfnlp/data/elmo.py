@@ -223,6 +223,7 @@ def elmo_dataset(
     if shuffle_buffer:
         texts = texts.shuffle(shuffle_buffer, seed=seed)
 
+    @tf.autograph.experimental.do_not_convert
     def encode(sentences):
         tokens = sentence_tokens(sentences, sequence_length, max_input_bytes)
         count = tokens.nrows()

@@ -93,6 +93,7 @@ def classification_dataset(
             f"`dataset`'s labels must be integer class ids (or bool), got dtype {spec[1].dtype.name}."
         )
 
+    @tf.autograph.experimental.do_not_convert
     def preprocess(texts, labels):
         return preprocessor(texts), tf.cast(labels, tf.int32)
 
@@ -102,9 +103,11 @@ def classification_dataset(
     if bucket_boundaries is None:
         return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
 
+    @tf.autograph.experimental.do_not_convert
     def real_length(inputs, label):
         return tf.reduce_sum(inputs["padding_mask"])
 
+    @tf.autograph.experimental.do_not_convert
     def trim(inputs, label):
         return {k: v[: real_length(inputs, label)] for k, v in inputs.items()}, label
 
@@ -155,7 +158,8 @@ def unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size=32, shuf
     batch_size = _validation.positive_int("batch_size", batch_size)
     examples = _shuffled(pairs, shuffle_buffer, seed)
     dataset = examples.batch(_PREPROCESS_BATCH).map(
-        lambda s, t: preprocessor((s, t)), num_parallel_calls=tf.data.AUTOTUNE
+        tf.autograph.experimental.do_not_convert(lambda s, t: preprocessor((s, t))),
+        num_parallel_calls=tf.data.AUTOTUNE,
     )
     dataset = unbatched(dataset, examples)
     return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
@@ -205,6 +209,7 @@ def encoder_decoder_dataset(
         padded, mask = tf_text.pad_model_inputs(ids, length, pad_value=pad_id)
         return tf.cast(padded, tf.int32), tf.cast(mask, tf.int32)
 
+    @tf.autograph.experimental.do_not_convert
     def encode(sources, targets):
         source = source_tokenizer(sources)[:, : source_length - 1]
         target = target_tokenizer(targets)[:, : target_length - 1]

@@ -154,6 +154,7 @@ def read_tfrecords(prefix, num_workers=1, worker_index=0):
         stored = tf.float32 if dtype in _FLOAT_DTYPES else tf.int64 if dtype in _INT_DTYPES else tf.string
         features[name] = tf.io.FixedLenFeature(s["shape"], stored)
 
+    @tf.autograph.experimental.do_not_convert
     def parse(record):
         parsed = tf.io.parse_single_example(record, features)
         return {k: tf.cast(v, tf.as_dtype(spec[k]["dtype"])) for k, v in parsed.items()}

@@ -98,6 +98,7 @@ def unilm_pretraining_dataset(
         masking_rate, seed=seed, shuffle_buffer=shuffle_buffer, random_next_probability=0.0,
     )
 
+    @tf.autograph.experimental.do_not_convert
     def add_objectives(index, batch):
         batch = {k: v for k, v in batch.items() if k != "next_sentence_labels"}
         batch["objective"] = _objectives(batch_size, tf.stack([seed, tf.cast(index, tf.int32)]))
@@ -157,6 +158,7 @@ def unilm_finetuning_dataset(
                                     shuffle_buffer, seed, drop_remainder)
     vocabulary_size = tokenizer.vocabulary_size()
 
+    @tf.autograph.experimental.do_not_convert
     def mask_targets(batch_seed, batch):
         token_ids = batch["token_ids"]
         shape = tf.shape(token_ids)
@@ -193,5 +195,5 @@ def unilm_finetuning_dataset(
     # One seed per batch, drawn anew on every pass: each epoch masks differently,
     # yet the same `seed` gives the same sequence of epochs.
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-    seeds = seeds.map(lambda pair: pair % (2**31 - 1))
+    seeds = seeds.map(tf.autograph.experimental.do_not_convert(lambda pair: pair % (2**31 - 1)))
     return _prefetched(tf.data.Dataset.zip(seeds, batches).map(mask_targets))

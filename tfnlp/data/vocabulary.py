@@ -13,6 +13,7 @@ from tfnlp.data import _wordpiece_learner
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
+@tf.autograph.experimental.do_not_convert
 def _flat_strings(x):
     return tf.reshape(x.flat_values if isinstance(x, tf.RaggedTensor) else x, [-1])
 
@@ -48,7 +49,7 @@ def count_words(texts, lower_case=True, batch_size=1024, progress=True):
     """
     splitter = bert_tokenizer.BasicTokenizer(lower_case=lower_case)
     words = _text_batches(texts, batch_size).map(
-        lambda batch: splitter.tokenize(batch).flat_values,
+        tf.autograph.experimental.do_not_convert(lambda batch: splitter.tokenize(batch).flat_values),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
     counts = collections.Counter()
