@@ -26,7 +26,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -68,10 +67,7 @@ def alternate(first, second, rounds, steps):
     times = ([], [])
     for _ in range(rounds):
         for side, fn in enumerate((first, second)):
-            start = time.perf_counter()
-            for _ in range(steps):
-                fn()
-            times[side].append((time.perf_counter() - start) / steps)
+            times[side].append(bert_benchmark.timed(fn, steps))
     return (
         round(statistics.median(times[0]) * 1e3, 2),
         round(statistics.median(times[1]) * 1e3, 2),

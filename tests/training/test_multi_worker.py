@@ -45,14 +45,25 @@ def single(tmp_path_factory):
     return {f: load(root / f"{f}.npz") for f in FAMILIES}
 
 
-def _workers(jobs_of, steps=STEPS):
-    """Starts two workers of one cluster; `jobs_of(index)` gives worker `index`'s jobs. Returns both."""
+def _workers(jobs_of, steps=STEPS, timeout=600):
+    """Runs two workers of one cluster to their end; `jobs_of(index)` gives worker `index`'s jobs.
+
+    Returns each worker's (return code, stderr).
+    """
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = []
     for index in range(2):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
         processes.append(_job(jobs_of(index), dict(os.environ, TF_CONFIG=json.dumps(config)), steps))
-    return processes
+    results = []
+    try:
+        for process in processes:
+            _, errors = process.communicate(timeout=timeout)
+            results.append((process.returncode, errors))
+    finally:
+        for process in processes:
+            process.kill()
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +74,9 @@ def cluster(tmp_path_factory):
     join the cluster), as in a user's job that trains several models.
     """
     root = tmp_path_factory.mktemp("cluster")
-    processes = _workers(lambda i: [(f, root / f / f"worker{i}", root / f / f"worker{i}.npz") for f in FAMILIES])
-    try:
-        for process in processes:
-            _, errors = process.communicate(timeout=600)
-            assert process.returncode == 0, errors[-3000:]
-    finally:
-        for process in processes:
-            process.kill()
+    for code, errors in _workers(lambda i: [(f, root / f / f"worker{i}", root / f / f"worker{i}.npz")
+                                            for f in FAMILIES]):
+        assert code == 0, errors[-3000:]
     return root
 
 
@@ -95,13 +101,7 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes(family, si
 def test_resuming_without_a_shared_checkpoint_directory_is_refused_by_both_workers(cluster, tmp_path):
     """Worker 1 finds nothing to restore while the chief finds step 4: both refuse, naming the cause."""
     family = "transformer_classifier"
-    processes = _workers(lambda i: [(family, cluster / family / f"worker{i}", tmp_path / f"again{i}.npz")],
-                         steps=STEPS + 2)
-    try:
-        for process in processes:
-            _, errors = process.communicate(timeout=300)
-            assert process.returncode != 0 and "shared file system" in errors, errors[-2000:]
-    finally:
-        for process in processes:
-            process.kill()
+    for code, errors in _workers(lambda i: [(family, cluster / family / f"worker{i}", tmp_path / f"again{i}.npz")],
+                                 steps=STEPS + 2, timeout=300):
+        assert code != 0 and "shared file system" in errors, errors[-2000:]
     assert not list(tmp_path.glob("again*.npz"))

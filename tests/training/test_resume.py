@@ -63,9 +63,9 @@ def runs(tmp_path_factory):
     """Every family straight through; every family killed after step 5, then restarted.
 
     Also a copy of the killed transformer classifier's checkpoints whose next
-    checkpoint is then cut short. The straight runs share one process, the restarts another
-    (each job starts from the same seeds and a cleared Keras session); each
-    killed run is a process of its own.
+    checkpoint is then cut short. The straight runs share one process, the
+    restarts another (each job starts from the same seeds and a cleared Keras
+    session); each killed run is a process of its own.
     """
     root = tmp_path_factory.mktemp("resume")
     straight = {f: (f, root / "straight" / f, root / "straight" / f"{f}.npz") for f in FAMILIES}

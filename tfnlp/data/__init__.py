@@ -2,6 +2,11 @@
 
 Every pipeline here returns its dataset with tf.data's autotuner off
 (`static_tuning`, measured faster under `model.fit`; see `tfnlp.data.tuning`).
+Their map functions are plain graph code (no Python `if`, `for` or `while` on
+tensors) marked `tf.autograph.experimental.do_not_convert`: AutoGraph would
+otherwise rewrite them and the tensorflow-text functions they call in every
+process, seconds before the first batch (benchmarks/README.md, "Time to a
+pipeline's first batch"; `tests/data/test_pipelines.py` checks the mark).
 """
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
