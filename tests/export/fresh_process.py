@@ -1,8 +1,12 @@
-"""Calls SavedModels' signatures in a Python process of its own that never imports tfnlp.
+"""Calls SavedModels' signatures in a process of its own that never imports tfnlp.
 
-One such process per test process serves every SavedModel its tests ask for
-(each loaded once with `tf.saved_model.load`), so the tests pay TensorFlow's
-start-up once rather than once per call.
+Two backends, each one process per test process serving every SavedModel its
+tests ask for (so the tests pay TensorFlow's start-up once, not per call):
+
+- "python": `tf.saved_model.load` in a Python process that imports only
+  TensorFlow and tensorflow-text (how a Python user loads an export);
+- "cpp": TensorFlow's C++ `LoadSavedModel` in `tests/export/serving/`, the
+  loader TF Serving runs, fed `PredictRequest`s as TF Serving feeds them.
 """
 
 import atexit
@@ -103,40 +107,56 @@ class _Server:
             self._log.close()
 
 
-_server = None
+BACKENDS = ("python", "cpp")
+
+_servers = {}
 
 
-def _shared_server():
-    """This test process's serving process, started (again, should the last one have died) on demand."""
-    global _server
-    if _server is None or not _server.alive():
-        _server = _Server()
-    return _server
+def _shared_server(backend):
+    """This test process's server of `backend`, started (again, should it have died) on demand."""
+    server = _servers.get(backend)
+    if server is None or not server.alive():
+        if backend == "python":
+            server = _Server()
+        elif backend == "cpp":
+            from tests.export.serving.harness import CppServer
+
+            server = CppServer()
+        else:
+            raise ValueError(f"unknown backend {backend!r}")
+        _servers[backend] = server
+    return server
 
 
 @atexit.register
-def _close_server():
-    if _server is not None:
-        _server.close()
+def _close_servers():
+    for server in _servers.values():
+        server.close()
 
 
 class ServingProcess:
-    """A SavedModel loaded once in the serving process (no tfnlp), called over pipes.
+    """A SavedModel loaded once in a serving process (no tfnlp), called over pipes.
 
     Use it as a context manager (`with ServingProcess(path) as process:`);
     leaving it unloads the model. `process(signature, **inputs)` sends one
     request (each input a list of `str` or `bytes`, any bytes at all) and
-    returns `{output: np.ndarray}` with the served shapes; a signature that
-    raises, a process that dies, or a call that takes longer than `timeout`
-    seconds fails the test.
+    returns `{output: np.ndarray}` with the served shapes (strings decoded
+    from UTF-8); a signature that raises, a process that dies, or a call that
+    takes longer than `timeout` seconds fails the test. `backend` is "python"
+    (`tf.saved_model.load`) or "cpp" (the C++ loader of TF Serving).
     """
 
-    def __init__(self, path, timeout=120):
-        self.path, self.timeout = str(path), timeout
-        self._server = _shared_server()
-        self._server.request(300, op="load", path=self.path)
+    def __init__(self, path, timeout=120, backend="python"):
+        self.path, self.timeout, self.backend = str(path), timeout, backend
+        self._server = _shared_server(backend)
+        if backend == "python":
+            self._server.request(300, op="load", path=self.path)
+        else:
+            self._server.load(self.path)
 
     def __call__(self, signature, **inputs):
+        if self.backend == "cpp":
+            return self._server.call(self.path, signature, **inputs)
         reply = self._server.request(self.timeout, op="call", path=self.path, signature=signature,
                                      inputs={k: [as_bytes(t) for t in v] for k, v in inputs.items()})
         return {name: _array(output) for name, output in reply["outputs"].items()}
@@ -148,16 +168,20 @@ class ServingProcess:
         self.close()
 
     def close(self):
-        if self._server.alive():
+        if not self._server.alive():
+            return
+        if self.backend == "python":
             self._server.request(60, op="forget", path=self.path)
+        else:
+            self._server.forget(self.path)
 
 
-def serve(path, calls):
+def serve(path, calls, backend="python"):
     """Runs `calls` = [{"signature": name, "inputs": {arg: [str or bytes]}}] on the SavedModel at `path`.
 
     Returns one `{output: nested lists}` per call (strings decoded from UTF-8).
     """
-    with ServingProcess(path, timeout=300) as process:
+    with ServingProcess(path, timeout=300, backend=backend) as process:
         return [{k: v.tolist() for k, v in process(c["signature"], **c["inputs"]).items()} for c in calls]
 
 

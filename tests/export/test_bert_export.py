@@ -1,4 +1,4 @@
-"""Backbone features and fill-mask served from SavedModels in a fresh process."""
+"""Backbone features and fill-mask served without tfnlp: `tf.saved_model.load` and TF Serving's C++ loader."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
+from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 
@@ -21,7 +21,8 @@ def bert(corpus_vocabulary):
     return backbone, models.BertPretrainer(backbone), preprocessor
 
 
-def test_backbone_features_match_in_memory(bert, tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backbone_features_match_in_memory(bert, tmp_path, backend):
     backbone, _, preprocessor = bert
     path = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert"))
     texts = ["The cat sat on the mat.", "", b"\xff not utf-8", "long " * 50_000]
@@ -29,7 +30,7 @@ def test_backbone_features_match_in_memory(bert, tmp_path):
         {"signature": "serving_default", "inputs": {"text": texts}},
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
         {"signature": "encode_pairs", "inputs": {"text_a": texts[:2], "text_b": ["b side", ""]}},
-    ])
+    ], backend=backend)
     batches = [
         preprocessor(tf.constant([t if isinstance(t, bytes) else t.encode() for t in texts])),
         preprocessor(tf.constant([texts[0]])),
@@ -42,11 +43,12 @@ def test_backbone_features_match_in_memory(bert, tmp_path):
         np.testing.assert_array_equal(result["padding_mask"], inputs["padding_mask"])
 
 
-def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path, backend):
     _, pretrainer, preprocessor = bert
     path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
     texts = ["The [MASK] sat on the [MASK].", "no mask here", "[MASK]", "a [MASK] b [MASK] c [MASK]"]
-    result = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}])[0]
+    result = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}], backend=backend)[0]
     assert result["mask_count"] == [2, 0, 1, 2]  # at most max_masks answered
     tokenizer = preprocessor.tokenizer
     # The first text: where are its masks, and what does the in-memory model say?
@@ -67,7 +69,7 @@ def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path):
     again, bad = serve(path, [
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
         {"signature": "serving_default", "inputs": {"text": ["", b"\xff\xfe [MASK]", "[MASK] " * 40_000]}},
-    ])
+    ], backend=backend)
     np.testing.assert_allclose(again["probabilities"][0], result["probabilities"][0], atol=1e-5)
     assert bad["mask_count"] == [0, 1, 2]  # the long one: cut to the packed length, max_masks
     assert np.isfinite(np.array(bad["probabilities"])).all()
@@ -125,15 +127,16 @@ def _filled(outputs, batch):
     assert (probabilities[answered].sum(-1) <= 1 + 1e-5).all() and not probabilities[~answered].any()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("signature, names", [
     ("serving_default", ["text"]), ("encode_pairs", ["text_a", "text_b"]), ("fill_mask", ["text"]),
 ])
-def test_any_batch_of_any_text_is_served(bert, tmp_path, signature, names):
+def test_any_batch_of_any_text_is_served(bert, tmp_path, signature, names, backend):
     backbone, pretrainer, preprocessor = bert
     if signature == "fill_mask":
         path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
         signature, check = "serving_default", _filled
     else:
         path, check = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert")), _encoded
-    with ServingProcess(path) as process:
+    with ServingProcess(path, backend=backend) as process:
         check_any_batch_is_served(process, signature, names, check)

@@ -1,4 +1,4 @@
-"""The exported classifier, loaded in a fresh process without tfnlp."""
+"""The exported classifier, served without tfnlp: `tf.saved_model.load` and TF Serving's C++ loader."""
 
 import os
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
+from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 TEXTS = ["Great coffee, will buy again!", "stale and bland", "", "   ", "x" * 300_000,
@@ -55,12 +55,13 @@ def test_layout_and_signatures(exported):
         assert name in shown
 
 
-def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, backend):
     path, classifier, preprocessor = exported
     singles = [TEXTS[:1], TEXTS]
     pairs = {"text_a": ["good", "", "bad taste"], "text_b": ["", "only b", "x" * 1000]}
     served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in singles]
-                   + [{"signature": "classify_pairs", "inputs": pairs}])
+                   + [{"signature": "classify_pairs", "inputs": pairs}], backend=backend)
     for batch, result in zip(singles, served[:2], strict=True):
         expected = _probabilities(classifier, preprocessor(tf.constant(batch)))
         np.testing.assert_allclose(result["probabilities"], expected, atol=1e-5)
@@ -72,21 +73,22 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported):
     np.testing.assert_allclose(served[2]["probabilities"], expected, atol=1e-5)
 
 
-def test_bad_input_gives_valid_results(exported):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bad_input_gives_valid_results(exported, backend):
     path, _, _ = exported
     served = serve(path, [
         {"signature": "serving_default", "inputs": {"text": [b"\xff\xfe\xc3", "", "\x00\x07"]}},
         {"signature": "serving_default", "inputs": {"text": []}},
-    ])
+    ], backend=backend)
     probabilities = np.array(served[0]["probabilities"])
     assert probabilities.shape == (3, 2) and np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-6)
     assert np.array(served[1]["probabilities"]).reshape(-1, 2).shape == (0, 2)  # empty batch
 
 
-@pytest.fixture(scope="module")
-def server(exported):
-    with ServingProcess(exported[0]) as process:
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(exported, request):
+    with ServingProcess(exported[0], backend=request.param) as process:
         yield process
 
 

@@ -1,11 +1,11 @@
-"""The exported ELMo model, loaded in a fresh process without tfnlp."""
+"""The exported ELMo model, served without tfnlp: `tf.saved_model.load` and TF Serving's C++ loader."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
+from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 MAX_TOKENS = 8
@@ -37,16 +37,22 @@ def _tiny_bilm(**kwargs):
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def saved(tmp_path_factory):
     keras.utils.set_random_seed(1234)
     embedder = models.ELMoEmbedder(_tiny_bilm(), layer_norm=True)
     # A mix that is not the plain mean, so that serving it is checked.
     embedder.scalar_mix.layer_weights.assign([0.5, -1.0, 2.0])
     embedder.scalar_mix.scale.assign(1.7)
     directory = tmp_path_factory.mktemp("saved_models") / "elmo"
-    path = export.export_elmo(embedder, str(directory), max_tokens=MAX_TOKENS)
+    return export.export_elmo(embedder, str(directory), max_tokens=MAX_TOKENS), embedder
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def exported(saved, request):
+    path, embedder = saved
     batches = [TEXTS, TEXTS[:1], []]
-    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches])
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
+                   backend=request.param)
     return path, embedder, dict(zip(["all", "one", "none"], served, strict=True))
 
 
@@ -129,13 +135,14 @@ def _embedded(outputs, batch):
     assert all(row[0] == "<S>" and row[n - 1] == "</S>" for row, n in zip(outputs["words"], mask.sum(1), strict=True))
 
 
-def test_any_batch_of_any_text_is_embedded(exported):
-    with ServingProcess(exported[0]) as process:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_any_batch_of_any_text_is_embedded(saved, backend):
+    with ServingProcess(saved[0], backend=backend) as process:
         check_any_batch_is_served(process, "serving_default", ["text"], _embedded)
 
 
-def test_bad_arguments_are_refused(exported, tmp_path):
-    _, embedder, _ = exported
+def test_bad_arguments_are_refused(saved, tmp_path):
+    _, embedder = saved
     with pytest.raises(ValueError, match="`model`"):
         export.export_elmo(keras.Sequential(), str(tmp_path))
     for max_tokens in (0, 2, 8.0, "8", True, None):

@@ -1,4 +1,4 @@
-"""The exported text-to-text model, loaded in a fresh process without tfnlp."""
+"""The exported text-to-text model, served without tfnlp: `tf.saved_model.load` and TF Serving's C++ loader."""
 
 import keras
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tests.export.fresh_process import ServingProcess, check_any_batch_is_served, serve
+from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
 from tfnlp import data, export, models
 
 SOURCE_LENGTH, MAX_LENGTH = 12, 9
@@ -51,10 +51,12 @@ def expected_outputs(model, source, target, texts, settings):
     return model.generate(ids, mask, start_id=target.cls_id, end_id=target.sep_id, **settings)
 
 
-def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, backend):
     path, model, source, target, settings = exported
     batches = [TEXTS[:1], TEXTS]
-    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches])
+    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
+                   backend=backend)
     for batch, result in zip(batches, served, strict=True):
         expected = expected_outputs(model, source, target, batch, settings)
         np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
@@ -65,9 +67,10 @@ def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported):
         assert result["output_text"] == [t.decode("utf-8", "replace") for t in texts]
 
 
-def test_every_input_terminates_with_finite_scores(exported):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_input_terminates_with_finite_scores(exported, backend):
     path = exported[0]
-    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS}}])
+    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS}}], backend=backend)
     lengths = np.array(result["lengths"])
     assert np.all((lengths >= 1) & (lengths <= MAX_LENGTH))
     assert len(set(lengths.tolist())) > 1, "the end token must be able to stop decoding"
@@ -83,8 +86,9 @@ def _terminated(outputs, batch):
     assert not outputs["token_ids"][beyond].any()  # padding after the end
 
 
-def test_any_batch_of_any_text_terminates_within_max_length(exported):
-    with ServingProcess(exported[0]) as process:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_any_batch_of_any_text_terminates_within_max_length(exported, backend):
+    with ServingProcess(exported[0], backend=backend) as process:
         check_any_batch_is_served(process, "serving_default", ["text"], _terminated)
 
 
@@ -121,7 +125,8 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
         assert outputs["token_ids"].shape == (2, 12)
 
 
-def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_path, backend):
     _, model, source, target, settings = exported
     path = export.export_seq2seq(model, source, target, str(tmp_path / "xla"), SOURCE_LENGTH,
                                  jit_compile=True, **settings)
@@ -129,7 +134,8 @@ def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_pat
     marked = [function.signature.name for function in graph.library.function
               if function.attr["_XlaMustCompile"].b]
     assert marked, "the decoding loop must be marked for XLA"
-    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}])
+    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}],
+                      backend=backend)
     expected = expected_outputs(model, source, target, TEXTS[:3], settings)
     np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
     np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)

@@ -44,8 +44,28 @@ def takes_pairs(model):
     return segments is None or segments >= 2
 
 
+def batch_of_texts(name, text):
+    """`text`, checked when the signature runs to be a batch of texts, shape `(B,)`.
+
+    The signatures declare `(None,)`, but TensorFlow's graph-mode loader (the
+    one TF Serving runs) feeds whatever shape a request carries: a scalar, or
+    `(B, 1)` from a REST client sending `[["a"], ["b"]]`, would otherwise
+    fail inside the tokenizer with a message about its internals. The rank is
+    read when the graph runs (`Rank` of the fed tensor, which a graph with
+    fed inputs cannot fold away).
+    """
+    check = tf.debugging.Assert(
+        tf.equal(tf.raw_ops.Rank(input=text), 1),
+        [f"`{name}` must be a batch of texts: a string tensor of shape [batch_size] (for "
+         f'example ["first text", "second text"]), got a tensor of shape', tf.shape(text)],
+    )
+    with tf.control_dependencies([check]):
+        return tf.identity(text)
+
+
 def pair_texts(text_a, text_b):
-    """`text_a`, `text_b`, checked at run time to hold the same number of texts."""
+    """`text_a`, `text_b`, checked at run time to be batches of the same number of texts."""
+    text_a, text_b = batch_of_texts("text_a", text_a), batch_of_texts("text_b", text_b)
     check = tf.debugging.assert_equal(
         tf.size(text_a), tf.size(text_b),
         message="`text_a` and `text_b` must hold the same number of texts",
@@ -54,9 +74,79 @@ def pair_texts(text_a, text_b):
         return tf.identity(text_a), tf.identity(text_b)
 
 
+# Texts of the warm-up requests: short and long, accents, CJK, emoji, a
+# [MASK] for fill-mask, an empty text; cycled to the batch sizes below.
+WARMUP_TEXTS = (
+    "The quick brown fox jumps over the lazy [MASK].",
+    "An émigré's café in Zürich served 中文 menus, emoji \U0001F600 and a great deal of coffee "
+    "to everyone who walked in from the cold, which was most of the town by noon.",
+    "",
+    "Great taste, would buy again!",
+)
+WARMUP_BATCH_SIZES = (1, 32)
+WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
+
+
 def save(module, export_dir, version, signatures):
-    """Saves `module` to `export_dir/VERSION/` and returns that path."""
+    """Saves the `signatures` of `module` to `export_dir/VERSION/` with TF Serving's warm-up file.
+
+    What is saved is a root object that holds the signatures and the
+    `tf.Variable`s they read (the ones inside the Keras variables), not the
+    Keras objects. Tracking the Keras objects, as `tf.saved_model.save(module)`
+    would, gives a SavedModel that loads with `tf.saved_model.load` but not in
+    TensorFlow's graph-mode loader, which TF Serving and `saved_model_cli run`
+    use: a Keras 3 variable saves a copy of itself that the restore op never
+    initialises ("Could not find variable ...", tensorflow/serving#2250);
+    tracking the `tf.Variable`s as well, as Keras' own `model.export()`
+    does, fixes that but writes every weight twice.
+
+    Returns:
+        The path of the written version.
+    """
     version = _validation.positive_int("version", version)
     path = os.path.join(export_dir, str(version))
-    tf.saved_model.save(module, path, signatures=signatures)
+    root = tf.Module(name=module.name)
+    root.variables_read = captured_variables(signatures.values())
+    tf.saved_model.save(root, path, signatures=signatures)
+    write_warmup_requests(path, signatures, model_name=os.path.basename(os.path.normpath(export_dir)))
     return path
+
+
+def captured_variables(functions):
+    """The `tf.Variable`s that the traced `functions` read, each once."""
+    seen, variables = set(), []
+    for function in functions:
+        for variable in function.get_concrete_function().variables:
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                variables.append(variable)
+    return variables
+
+
+def write_warmup_requests(path, signatures, model_name):
+    """Writes `path/assets.extra/tf_serving_warmup_requests`.
+
+    TF Serving replays these `PredictionLog` records when it loads the
+    model, before it takes traffic, so that the first real request does not
+    pay for graph optimisation and kernel set-up: for every signature, one
+    request of each of `WARMUP_BATCH_SIZES` texts (`WARMUP_TEXTS` cycled;
+    pair signatures get the same texts on both sides).
+    """
+    from tensorflow_serving.apis import model_pb2
+    from tensorflow_serving.apis import predict_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
+    with tf.io.TFRecordWriter(os.path.join(path, WARMUP_FILE)) as writer:
+        for name, function in signatures.items():
+            for size in WARMUP_BATCH_SIZES:
+                texts = [WARMUP_TEXTS[i % len(WARMUP_TEXTS)].encode() for i in range(size)]
+                request = predict_pb2.PredictRequest(
+                    model_spec=model_pb2.ModelSpec(name=model_name, signature_name=name)
+                )
+                for spec in function.input_signature:
+                    request.inputs[spec.name].CopyFrom(tf.make_tensor_proto(texts, dtype=tf.string))
+                log = prediction_log_pb2.PredictionLog(
+                    predict_log=prediction_log_pb2.PredictLog(request=request)
+                )
+                writer.write(log.SerializeToString())

@@ -4,6 +4,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import cut_at_character
+from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import check_preprocessor
 from tfnlp.export._common import pair_texts
 from tfnlp.export._common import save
@@ -43,7 +44,7 @@ class BackboneServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def encode(self, text):
-        return self._encode(self.preprocessor(text))
+        return self._encode(self.preprocessor(batch_of_texts("text", text)))
 
     @tf.function(
         input_signature=[
@@ -122,6 +123,7 @@ class FillMaskServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def fill_mask(self, text):
         tokenizer = self.preprocessor.tokenizer
+        text = batch_of_texts("text", text)
         # Cut before splitting: a 1 MB text of [MASK]s costs what 100 kB does.
         text = without_split_mask(text, cut_at_character(text, tokenizer.max_input_bytes))
         pieces = tf.strings.split(text, MASK)  # (B, P)

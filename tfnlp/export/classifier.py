@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import check_preprocessor
 from tfnlp.export._common import pair_texts
 from tfnlp.export._common import save
@@ -70,7 +71,7 @@ class ClassifierServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def classify(self, text):
-        return self._predict(self.preprocessor(text))
+        return self._predict(self.preprocessor(batch_of_texts("text", text)))
 
     @tf.function(
         input_signature=[

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from tfnlp.data.elmo import character_ids
 from tfnlp.data.elmo import sentence_tokens
+from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
 from tfnlp.layers.scalar_mix import ScalarMix
@@ -90,7 +91,7 @@ class ELMoServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):
-        tokens = sentence_tokens(text, self.max_tokens, self.max_input_bytes)
+        tokens = sentence_tokens(batch_of_texts("text", text), self.max_tokens, self.max_input_bytes)
         count = tokens.nrows()
         # Every text has its two markers; an empty batch gets them too (T >= 2).
         length = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
+from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
@@ -116,7 +117,7 @@ class Seq2SeqServingModule(tf.Module):
     def generate(self, text):
         tokenizer = self.source_tokenizer
         start = [tokenizer.cls_id] if self.is_unilm else []
-        tokens = tokenizer(text)[:, : self.source_length - 1 - len(start)]
+        tokens = tokenizer(batch_of_texts("text", text))[:, : self.source_length - 1 - len(start)]
 
         def column(token_id):
             return tf.fill([tokens.nrows(), 1], tf.constant(token_id, tf.int32))
