@@ -1,13 +1,19 @@
-"""Models trained under a mixed-precision policy serve float32 results."""
+"""Models trained under a mixed-precision policy serve float32 results, in Python and in TF Serving's C++ loader."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
+from tests.export.fresh_process import ServingProcess
 from tfnlp import data, export, models
 
 TEXTS = ["The cat sat on the mat.", "", "great food, would buy again"]
+
+
+def _served_by_tf_serving_loader(path):
+    with ServingProcess(path, backend="cpp") as process:
+        return process("serving_default", text=TEXTS)
 
 
 def _same_weights(make, policy):
@@ -29,6 +35,9 @@ def test_classifier_and_backbone_exports_serve_float32(policy, corpus_vocabulary
     assert served["probabilities"].dtype == tf.float32
     expected = tf.nn.softmax(reference(preprocessor(tf.constant(TEXTS))))
     np.testing.assert_allclose(served["probabilities"], expected, atol=0.03)
+    cpp = _served_by_tf_serving_loader(path)
+    assert cpp["probabilities"].dtype == np.float32
+    np.testing.assert_allclose(cpp["probabilities"], expected, atol=0.03)
 
     reference, mixed = _same_weights(
         lambda dtype: models.BertBackbone(len(corpus_vocabulary), 1, 2, 16, max_sequence_length=16,
@@ -43,6 +52,9 @@ def test_classifier_and_backbone_exports_serve_float32(policy, corpus_vocabulary
             assert np.all(np.isfinite(value.numpy())), name
     expected = reference(preprocessor(tf.constant(TEXTS)))["pooled_output"]
     np.testing.assert_allclose(served["pooled_output"], expected, atol=0.05)
+    cpp = _served_by_tf_serving_loader(path)
+    np.testing.assert_allclose(cpp["pooled_output"], expected, atol=0.05)
+    np.testing.assert_allclose(cpp["sequence_output"], served["sequence_output"], atol=1e-5)
 
 
 def test_seq2seq_export_serves_float32_scores(corpus_vocabulary, tmp_path):
@@ -55,3 +67,6 @@ def test_seq2seq_export_serves_float32_scores(corpus_vocabulary, tmp_path):
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
     assert served["scores"].dtype == tf.float32 and np.all(np.isfinite(served["scores"].numpy()))
     assert served["token_ids"].dtype == tf.int32
+    cpp = _served_by_tf_serving_loader(path)
+    np.testing.assert_array_equal(cpp["token_ids"], served["token_ids"])
+    np.testing.assert_allclose(cpp["scores"], served["scores"], atol=1e-5)

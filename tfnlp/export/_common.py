@@ -54,10 +54,13 @@ def batch_of_texts(name, text):
     read when the graph runs (`Rank` of the fed tensor, which a graph with
     fed inputs cannot fold away).
     """
+    shape = tf.strings.reduce_join(tf.strings.as_string(tf.shape(text)), separator=", ")
     check = tf.debugging.Assert(
         tf.equal(tf.raw_ops.Rank(input=text), 1),
-        [f"`{name}` must be a batch of texts: a string tensor of shape [batch_size] (for "
-         f'example ["first text", "second text"]), got a tensor of shape', tf.shape(text)],
+        [tf.strings.join([
+            f"`{name}` must be a batch of texts: a string tensor of shape [batch_size] (for "
+            f'example ["first text", "second text"]), got shape [', shape, "]",
+        ])],
     )
     with tf.control_dependencies([check]):
         return tf.identity(text)

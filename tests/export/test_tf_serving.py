@@ -1,0 +1,213 @@
+"""Every export family in TensorFlow's C++ SavedModel loader, the one TF Serving runs.
+
+`tests/export/serving/tfnlp_serve.cc` loads each export with `LoadSavedModel`
+and answers TF Serving's `PredictRequest`s (see its header comment). The
+family test files compare its outputs with the in-memory models on
+hostile inputs; this file covers all ten signatures at once, in float32 and
+from mixed-precision models, plus what only a server does: replaying the
+warm-up file, refusing a request of the wrong shape with a clear error, and
+`saved_model_cli run` (TensorFlow's graph-mode Python loader).
+"""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
+
+from tests.export.serving.harness import CppServer
+from tfnlp import data, export, models
+from tfnlp.export._common import WARMUP_BATCH_SIZES, WARMUP_FILE
+
+TEXTS = ["The cat sat on the [MASK].", "", "émigré café 中文 \U0001F600", b"\xff\xfe broken", "x" * 1_000_000]
+SIGNATURES = {  # family -> its signatures and their inputs
+    "backbone": {"serving_default": ["text"], "encode_pairs": ["text_a", "text_b"]},
+    "fill_mask": {"serving_default": ["text"]},
+    "bert_classifier": {"serving_default": ["text"], "classify_pairs": ["text_a", "text_b"]},
+    "transformer_classifier": {"serving_default": ["text"], "classify_pairs": ["text_a", "text_b"]},
+    "elmo": {"serving_default": ["text"]},
+    "translator": {"serving_default": ["text"]},
+    "unilm": {"serving_default": ["text"]},
+}
+
+
+def export_every_family(vocabulary, directory, dtype=None):
+    """{family: export path} of tiny models of every family under `dtype` (a policy name or None)."""
+    keras.utils.set_random_seed(7)
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    preprocessor = data.BertPreprocessor(tokenizer, 16)
+    size = len(vocabulary)
+    backbone = models.BertBackbone(size, 1, 2, 16, max_sequence_length=16, dtype=dtype)
+    settings = {"source_length": 8, "max_length": 5, "beam_size": 2}
+    bilm = models.ELMoBiLM(word_vocabulary_size=20, num_layers=1, units=8, projection_dim=4,
+                           filters=((1, 4), (2, 4)), num_highway_layers=1, num_sampled=None,
+                           dtype=dtype)
+    return {
+        "backbone": export.export_backbone(backbone, preprocessor, f"{directory}/backbone"),
+        "fill_mask": export.export_fill_mask(models.BertPretrainer(backbone), preprocessor,
+                                             f"{directory}/fill_mask", top_k=3, max_masks=2),
+        "bert_classifier": export.export_classifier(
+            models.BertClassifier(backbone, 3), preprocessor, f"{directory}/bert_classifier",
+            labels=["a", "b", "c"]),
+        "transformer_classifier": export.export_classifier(
+            models.TransformerClassifier(size, 2, num_layers=1, num_heads=2, hidden_dim=16, dtype=dtype),
+            preprocessor, f"{directory}/transformer_classifier", labels=["no", "yes"]),
+        "elmo": export.export_elmo(models.ELMoEmbedder(bilm), f"{directory}/elmo", max_tokens=8),
+        "translator": export.export_seq2seq(
+            models.TransformerSeq2Seq(size, num_encoder_layers=1, num_decoder_layers=1, hidden_dim=16,
+                                      num_heads=2, dtype=dtype),
+            tokenizer, tokenizer, f"{directory}/translator", **settings),
+        "unilm": export.export_seq2seq(
+            models.UniLM(models.UniLMBackbone(size, 1, 2, 16, max_sequence_length=16, dtype=dtype)),
+            tokenizer, tokenizer, f"{directory}/unilm", **settings),
+    }
+
+
+@pytest.fixture(scope="module")
+def server():
+    server = CppServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def float32_exports(corpus_vocabulary, tmp_path_factory):
+    return export_every_family(corpus_vocabulary, tmp_path_factory.mktemp("float32"))
+
+
+@pytest.fixture(scope="module")
+def mixed_exports(corpus_vocabulary, tmp_path_factory):
+    return export_every_family(corpus_vocabulary, tmp_path_factory.mktemp("bf16"), "mixed_bfloat16")
+
+
+def _inputs(names):
+    return {name: TEXTS if i == 0 else TEXTS[::-1] for i, name in enumerate(names)}
+
+
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+def test_all_ten_signatures_serve_in_the_cpp_loader_as_in_python(server, float32_exports,
+                                                                 mixed_exports, precision):
+    """C++ loader == `tf.saved_model.load` on every signature (the family tests tie the latter to the models)."""
+    exports = float32_exports if precision == "float32" else mixed_exports
+    count = 0
+    for family, signatures in SIGNATURES.items():
+        path = exports[family]
+        server.load(path)
+        loaded = tf.saved_model.load(path)
+        for signature, names in signatures.items():
+            inputs = _inputs(names)
+            served = server.call(path, signature, **inputs)
+            as_bytes = {k: tf.constant([t if isinstance(t, bytes) else t.encode() for t in v])
+                        for k, v in inputs.items()}
+            expected = {k: v.numpy() for k, v in loaded.signatures[signature](**as_bytes).items()}
+            assert set(served) == set(expected), (family, signature)
+            for name, value in expected.items():
+                assert served[name].shape == value.shape, (family, signature, name)
+                if value.dtype == object:
+                    decoded = np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(value)
+                    np.testing.assert_array_equal(served[name], decoded, err_msg=f"{family} {name}")
+                else:
+                    assert served[name].dtype == value.dtype, (family, signature, name)
+                    assert value.dtype != np.float16 and value.dtype.name != "bfloat16"  # float32 out
+                    if value.dtype.kind == "f":
+                        assert np.isfinite(served[name]).all(), (family, signature, name)
+                    np.testing.assert_allclose(served[name], value, atol=1e-5, err_msg=f"{family} {name}")
+            count += 1
+        server.forget(path)
+    assert count == 10
+
+
+def test_every_export_replays_its_warm_up_requests(server, float32_exports):
+    for family, signatures in SIGNATURES.items():
+        path = float32_exports[family]
+        server.load(path)
+        replayed = [name for name, _ in server.warmup(path)]
+        assert replayed == [s for s in signatures for _ in WARMUP_BATCH_SIZES], family
+        server.forget(path)
+
+
+def test_the_warm_up_file_holds_tf_serving_predict_logs(float32_exports):
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    path = float32_exports["backbone"]
+    records = [prediction_log_pb2.PredictionLog.FromString(r.numpy())
+               for r in tf.data.TFRecordDataset(os.path.join(path, WARMUP_FILE))]
+    requests = [r.predict_log.request for r in records]
+    assert [r.model_spec.signature_name for r in requests] == [
+        "serving_default", "serving_default", "encode_pairs", "encode_pairs"]
+    assert {r.model_spec.name for r in requests} == {"backbone"}  # the export directory's name
+    assert [tf.make_ndarray(r.inputs["text_a" if "text_a" in r.inputs else "text"]).shape
+            for r in requests] == [(1,), (32,), (1,), (32,)]
+    assert set(requests[2].inputs) == {"text_a", "text_b"}
+
+
+@pytest.mark.parametrize("family", list(SIGNATURES))
+def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_exports, family):
+    """A scalar, or the (B, 1) a REST client sends for [["a"], ["b"]], instead of (B,)."""
+    path = float32_exports[family]
+    server.load(path)
+    for signature, names in SIGNATURES[family].items():
+        for name in names:
+            for shape in ((), (2, 1)):
+                inputs = {n: ["one", "two"] for n in names}
+                inputs[name] = np.full(shape, b"text", dtype=object)
+                error = server.call(path, signature, expect_error=True, **inputs)
+                assert "INVALID_ARGUMENT" in error
+                assert f"`{name}` must be a batch of texts: a string tensor of shape [batch_size]" in error
+                assert f"got shape [{', '.join(map(str, shape))}]" in error
+    server.forget(path)
+
+
+SAVED_MODEL_CLI = (
+    "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; "
+    "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()"
+)
+
+
+@pytest.mark.parametrize("family", ["backbone", "bert_classifier", "elmo", "translator"])
+def test_saved_model_cli_run(float32_exports, family, tmp_path):
+    """`saved_model_cli run` (graph-mode loader) on one signature per family, with tensorflow-text's ops."""
+    path = float32_exports[family]
+    texts = ["great coffee", "中文 \U0001F600", ""]
+    result = subprocess.run(
+        [sys.executable, "-c", SAVED_MODEL_CLI, "run", "--dir", path, "--tag_set", "serve",
+         "--signature_def", "serving_default", "--input_exprs", f"text={texts!r}",
+         "--outdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(texts))
+    for name, value in expected.items():
+        written = np.load(tmp_path / f"{name}.npy", allow_pickle=True)
+        if value.dtype == tf.string:
+            np.testing.assert_array_equal(written, value.numpy())
+        else:
+            np.testing.assert_allclose(written, value.numpy(), atol=1e-5)
+
+
+def test_the_harness_fails_where_tf_serving_fails(server, tmp_path):
+    """A Keras model held by a plain tf.Module and saved as is: `tf.saved_model.load` runs it, the
+    graph-mode loader does not (tensorflow/serving#2250). The harness must say so, as TF Serving does."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+
+    class Module(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+        def serve(self, x):
+            return {"y": self.model(x)}
+
+    module = Module()
+    path = str(tmp_path / "1")
+    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+    x = np.ones((1, 3), np.float32)
+    tf.saved_model.load(path).signatures["serving_default"](x=tf.constant(x))  # runs in eager
+    server.load(path)
+    assert "input keys do not match" in server.call(path, "serving_default", expect_error=True)
+    assert "Could not find variable" in server.call(path, "serving_default", expect_error=True, x=x)
