@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/generation_benchmark.py
 	$(BIN)/python benchmarks/elmo_benchmark.py
 	$(BIN)/python benchmarks/serving_benchmark.py
+	$(BIN)/python benchmarks/cpp_serving_benchmark.py
 	$(BIN)/python benchmarks/input_length_benchmark.py
 	$(BIN)/python benchmarks/onednn_benchmark.py
 	$(BIN)/python benchmarks/report.py

@@ -1,10 +1,13 @@
 """Exports refuse settings that would fail later, on requests, and check requests they cannot pre-check."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tfnlp import data, export, models
+from tfnlp.export import _common as export_common
 
 VOCABULARY = list(data.SPECIAL_TOKENS) + ["good", "bad", "food", "taste"]
 SIZE = len(VOCABULARY)
@@ -95,3 +98,34 @@ def test_fill_mask_top_k_is_at_most_the_vocabulary(tmp_path):
                                    top_k=len(VOCABULARY))
     served = tf.saved_model.load(path).signatures["serving_default"]
     assert served(text=tf.constant(["good [MASK]"]))["tokens"].shape == (1, 8, len(VOCABULARY))
+
+
+def test_a_version_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    """TF Serving polls the model directory: it must never see a version without its warm-up file."""
+    classifier = models.BertClassifier(_backbone(), num_classes=2)
+    directory = tmp_path / "reviews"
+    path = export.export_classifier(classifier, _preprocessor(), str(directory), ["n", "p"])
+    assert os.listdir(directory) == ["1"]  # nothing staged is left behind
+    assert os.path.exists(os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))
+
+    # An export that fails after the SavedModel is written leaves the served version as it was.
+    before = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["good"]))
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(export_common, "write_warmup_requests", fail)
+    other = models.BertClassifier(_backbone(), num_classes=2)
+    with pytest.raises(OSError, match="disk full"):
+        export.export_classifier(other, _preprocessor(), str(directory), ["n", "p"])
+    assert os.listdir(directory) == ["1"]
+    after = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["good"]))
+    np.testing.assert_array_equal(after["probabilities"], before["probabilities"])
+
+    # Re-exporting a version replaces it whole.
+    monkeypatch.undo()
+    export.export_classifier(other, _preprocessor(), str(directory), ["n", "p"])
+    assert os.listdir(directory) == ["1"]
+    replaced = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["good"]))
+    expected = tf.nn.softmax(other(_preprocessor()(tf.constant(["good"]))))
+    np.testing.assert_allclose(replaced["probabilities"], expected, atol=1e-6)

@@ -211,3 +211,11 @@ def test_the_harness_fails_where_tf_serving_fails(server, tmp_path):
     server.load(path)
     assert "input keys do not match" in server.call(path, "serving_default", expect_error=True)
     assert "Could not find variable" in server.call(path, "serving_default", expect_error=True, x=x)
+
+
+def test_a_machine_without_a_compiler_fails_with_a_clear_message(monkeypatch):
+    from tests.export.serving import harness
+
+    monkeypatch.setenv("CXX", "no-such-compiler-g++")
+    with pytest.raises(harness.HarnessError, match="needs a C\\+\\+ compiler, and `no-such-compiler-g\\+\\+`"):
+        harness.build_command("out")

@@ -2,6 +2,7 @@
 
 import numbers
 import os
+import uuid
 
 import tensorflow as tf
 
@@ -103,6 +104,10 @@ def save(module, export_dir, version, signatures):
     tracking the `tf.Variable`s as well, as Keras' own `model.export()`
     does, fixes that but writes every weight twice.
 
+    The version appears whole or not at all (written elsewhere in
+    `export_dir`, then renamed); an existing version of that number is
+    replaced.
+
     Returns:
         The path of the written version.
     """
@@ -110,8 +115,20 @@ def save(module, export_dir, version, signatures):
     path = os.path.join(export_dir, str(version))
     root = tf.Module(name=module.name)
     root.variables_read = captured_variables(signatures.values())
-    tf.saved_model.save(root, path, signatures=signatures)
-    write_warmup_requests(path, signatures, model_name=os.path.basename(os.path.normpath(export_dir)))
+    # Written whole in a hidden folder, then renamed into place: TF Serving
+    # polls `export_dir` and takes only numeric folder names as versions, so
+    # it never sees a version without its variables or its warm-up file.
+    staging = os.path.join(export_dir, f".{version}.partial-{uuid.uuid4().hex[:8]}")
+    try:
+        tf.saved_model.save(root, staging, signatures=signatures)
+        write_warmup_requests(staging, signatures,
+                              model_name=os.path.basename(os.path.normpath(export_dir)))
+        if tf.io.gfile.exists(path):  # re-exporting a version replaces it
+            tf.io.gfile.rmtree(path)
+        tf.io.gfile.rename(staging, path)
+    finally:
+        if tf.io.gfile.exists(staging):
+            tf.io.gfile.rmtree(staging)
     return path
 
 
