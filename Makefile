@@ -6,14 +6,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install clean cxx
 
 $(STAMP): setup.cfg pyproject.toml
-	@# The tests build a C++ program against the tensorflow wheel (TF Serving's
-	@# SavedModel loader, tests/export/serving/): a C++ compiler is needed.
-	@command -v $${CXX:-g++} >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
-		&& apt-get update -qq && apt-get install -y -qq g++ >/dev/null; } \
-		|| echo "warning: no C++ compiler (g++) and none could be installed: the serving tests will fail"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,examples]"
@@ -39,7 +34,14 @@ demo: $(STAMP)
 # training subprocesses then overlap and oversubscribe the two cores.
 TEST_WORKERS ?= 2
 
-test: $(STAMP)
+# The tests build a C++ program against the tensorflow wheel (TF Serving's
+# SavedModel loader, tests/export/serving/): they need a C++ compiler.
+cxx:
+	@command -v $${CXX:-g++} >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& apt-get update -qq && apt-get install -y -qq g++ >/dev/null; } \
+		|| echo "warning: no C++ compiler (g++) and none could be installed: the serving tests will fail"
+
+test: $(STAMP) cxx
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: $(STAMP)

@@ -68,7 +68,6 @@ SavedModels.
 import argparse
 import json
 import os
-import select
 import shutil
 import statistics
 import subprocess
@@ -143,8 +142,10 @@ class PythonServer:
         self._process = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--serve", path],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=dict(os.environ))
+        from tests.export.serving.harness import PipeReader
+
         self._timeout = timeout
-        self._buffer = b""
+        self._reader = PipeReader(self._process, self._log, "the Python serving process")
         self.ready = self._receive()
         if self.ready["tfnlp_imported"]:
             raise RuntimeError("the Python serving process imported tfnlp")
@@ -154,20 +155,7 @@ class PythonServer:
         self._process.stdin.flush()
 
     def _receive(self):
-        deadline = time.monotonic() + self._timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self._process.stdout], [], [], max(left, 0))
-            chunk = os.read(self._process.stdout.fileno(), 1 << 20) if ready else None
-            if not chunk:
-                self._process.kill()
-                self._log.seek(0)
-                reason = "timed out" if chunk is None else f"died ({self._process.wait()})"
-                raise RuntimeError(f"the Python serving process {reason}:\n"
-                                   f"{self._log.read()[-3000:].decode(errors='replace')}")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        return json.loads(self._reader.line(time.monotonic() + self._timeout))
 
     def call(self, texts):
         self._send({"texts": list(texts)})
@@ -211,15 +199,13 @@ def export_translator(sources, directory, args):
     import keras
     import tensorflow as tf
 
-    from tfnlp import data, datasets, export, models
+    from tfnlp import datasets, export, models
 
     pairs = datasets.read_text_pairs("bible_en_es", "train")[: args.translator_pairs]
-    source_vocabulary = data.learn_wordpiece_vocabulary(
-        [s for s, _ in pairs], args.translator_vocabulary_size, progress=False)
-    target_vocabulary = data.learn_wordpiece_vocabulary(
-        [t for _, t in pairs], args.translator_vocabulary_size, lower_case=False, progress=False)
-    source_tokenizer = data.WordPieceTokenizer(source_vocabulary)
-    target_tokenizer = data.WordPieceTokenizer(target_vocabulary, lower_case=False)
+    from examples.translate import translation_tokenizers
+
+    source_vocabulary, target_vocabulary, source_tokenizer, target_tokenizer = (
+        translation_tokenizers(pairs, args.translator_vocabulary_size))
     keras.utils.set_random_seed(0)
     if args.translator_preset == "tiny":
         model = models.TransformerSeq2Seq(

@@ -70,6 +70,20 @@ def translate(model, source_tokenizer, target_tokenizer, sources, args, beam_siz
     return outputs
 
 
+
+def translation_tokenizers(pairs, vocabulary_size):
+    """WordPiece vocabularies and tokenizers of both sides of (English, Spanish) `pairs`.
+
+    English is lower-cased, Spanish keeps its case (the model must write it).
+    Returns (source vocabulary, target vocabulary, source tokenizer, target tokenizer).
+    """
+    source_vocabulary = data.learn_wordpiece_vocabulary(
+        [s for s, _ in pairs], vocabulary_size, progress=False)
+    target_vocabulary = data.learn_wordpiece_vocabulary(
+        [t for _, t in pairs], vocabulary_size, lower_case=False, progress=False)
+    return (source_vocabulary, target_vocabulary, data.WordPieceTokenizer(source_vocabulary),
+            data.WordPieceTokenizer(target_vocabulary, lower_case=False))
+
 def main(argv=None):
     args = parse_args(argv)
     os.makedirs(args.output, exist_ok=True)
@@ -78,12 +92,8 @@ def main(argv=None):
     test_pairs = datasets.read_text_pairs("bible_en_es", "test")[: args.eval_pairs]
 
     started = time.time()
-    source_vocabulary = data.learn_wordpiece_vocabulary(
-        [s for s, _ in train_pairs], args.vocabulary_size, progress=False)
-    target_vocabulary = data.learn_wordpiece_vocabulary(
-        [t for _, t in train_pairs], args.vocabulary_size, lower_case=False, progress=False)
-    source_tokenizer = data.WordPieceTokenizer(source_vocabulary)
-    target_tokenizer = data.WordPieceTokenizer(target_vocabulary, lower_case=False)
+    source_vocabulary, target_vocabulary, source_tokenizer, target_tokenizer = (
+        translation_tokenizers(train_pairs, args.vocabulary_size))
     data.save_vocabulary(source_vocabulary, os.path.join(args.output, "source_vocab.txt"))
     data.save_vocabulary(target_vocabulary, os.path.join(args.output, "target_vocab.txt"))
 

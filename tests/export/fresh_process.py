@@ -11,8 +11,6 @@ tests ask for (so the tests pay TensorFlow's start-up once, not per call):
 
 import atexit
 import json
-import os
-import select
 import subprocess
 import sys
 import tempfile
@@ -61,10 +59,12 @@ class _Server:
     """The serving process: JSON requests on its stdin, `@@`-prefixed JSON replies on its stdout."""
 
     def __init__(self):
+        from tests.export.serving.harness import PipeReader
+
         self._log = tempfile.TemporaryFile()  # TensorFlow's stderr, shown on failure
         self._process = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._log)
-        self._buffer = b""
+        self._reader = PipeReader(self._process, self._log, "the serving process")
         if self._read_reply(timeout=300) != "ready":
             raise AssertionError("the serving process did not start")
 
@@ -82,21 +82,10 @@ class _Server:
     def _read_reply(self, timeout):
         deadline = time.monotonic() + timeout
         while True:
-            line, newline, rest = self._buffer.partition(b"\n")
-            if newline:
-                self._buffer = rest
-                if line.startswith(b"@@"):
-                    return line[2:].decode()
-                continue  # anything else a library printed
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self._process.stdout], [], [], max(left, 0))
-            chunk = os.read(self._process.stdout.fileno(), 1 << 20) if ready else None
-            if not chunk:
-                self._process.kill()  # hung or dead: free its memory now (the next test starts another)
-                self._log.seek(0)
-                reason = "timed out" if chunk is None else f"died ({self._process.poll()})"
-                raise AssertionError(f"the serving process {reason}:\n{self._log.read()[-3000:].decode(errors='replace')}")
-            self._buffer += chunk
+            line = self._reader.line(deadline)
+            if line.startswith(b"@@"):
+                return line[2:].decode()
+            # anything else a library printed
 
     def close(self):
         try:
@@ -156,7 +145,7 @@ class ServingProcess:
 
     def __call__(self, signature, **inputs):
         if self.backend == "cpp":
-            return self._server.call(self.path, signature, **inputs)
+            return self._server.call(self.path, signature, timeout=self.timeout, **inputs)
         reply = self._server.request(self.timeout, op="call", path=self.path, signature=signature,
                                      inputs={k: [as_bytes(t) for t in v] for k, v in inputs.items()})
         return {name: _array(output) for name, output in reply["outputs"].items()}

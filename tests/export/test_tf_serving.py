@@ -219,3 +219,50 @@ def test_a_machine_without_a_compiler_fails_with_a_clear_message(monkeypatch):
     monkeypatch.setenv("CXX", "no-such-compiler-g++")
     with pytest.raises(harness.HarnessError, match="needs a C\\+\\+ compiler, and `no-such-compiler-g\\+\\+`"):
         harness.build_command("out")
+
+
+def test_output_filter_and_the_pair_count_check_as_tf_serving_answers_them(server, float32_exports):
+    path = float32_exports["bert_classifier"]
+    server.load(path)
+    outputs = server.call(path, "serving_default", output_filter=["label"], text=["good", ""])
+    assert list(outputs) == ["label"] and outputs["label"].shape == (2,)
+    error = server.call(path, "serving_default", expect_error=True, output_filter=["logits"], text=["a"])
+    assert "output tensor alias not found in signature: logits" in error
+    error = server.call(path, "classify_pairs", expect_error=True, text_a=["a", "b"], text_b=["c"])
+    assert "`text_a` and `text_b` must hold the same number of texts" in error
+    server.forget(path)
+
+
+def test_warmup_batch_sizes_choose_the_warm_up_requests(server, corpus_vocabulary, tmp_path):
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
+    model = models.TransformerClassifier(len(corpus_vocabulary), 2, num_layers=1, num_heads=2,
+                                         hidden_dim=16, num_segments=1)
+    path = export.export_classifier(model, preprocessor, str(tmp_path / "a"), ["n", "y"],
+                                    warmup_batch_sizes=(4, 2, 1))
+    records = [prediction_log_pb2.PredictionLog.FromString(r.numpy())
+               for r in tf.data.TFRecordDataset(os.path.join(path, WARMUP_FILE))]
+    assert [r.predict_log.request.inputs["text"].tensor_shape.dim[0].size for r in records] == [4, 2, 1]
+    server.load(path)
+    assert len(server.warmup(path)) == 3
+    path = export.export_classifier(model, preprocessor, str(tmp_path / "b"), ["n", "y"],
+                                    warmup_batch_sizes=())
+    assert not os.path.exists(os.path.join(path, WARMUP_FILE))
+    for bad in (0, [1, 0], "32", [2.5]):
+        with pytest.raises(ValueError, match="`warmup_batch_sizes`"):
+            export.export_classifier(model, preprocessor, str(tmp_path / "c"), ["n", "y"],
+                                     warmup_batch_sizes=bad)
+    assert not os.path.exists(tmp_path / "c" / "1")
+
+
+def test_every_weight_is_saved_once(float32_exports, corpus_vocabulary):
+    """Tracking the Keras variables as well as the tf.Variables they hold would save each twice."""
+    shapes = tf.train.load_checkpoint(
+        os.path.join(float32_exports["bert_classifier"], "variables", "variables")
+    ).get_variable_to_shape_map()
+    saved = sum(int(np.prod(s)) for k, s in shapes.items() if k.endswith("VARIABLE_VALUE"))
+    backbone = models.BertBackbone(len(corpus_vocabulary), 1, 2, 16, max_sequence_length=16)
+    classifier = models.BertClassifier(backbone, 3)
+    # The classifier reads every weight but the pretraining-only ones: all of them here.
+    assert saved == classifier.count_params()

@@ -91,7 +91,14 @@ WARMUP_BATCH_SIZES = (1, 32)
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 
 
-def save(module, export_dir, version, signatures):
+def warmup_batch_sizes_checked(sizes):
+    """`sizes` as a tuple of positive ints (an empty one: no warm-up file)."""
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+        raise ValueError(f"`warmup_batch_sizes` must be a tuple of batch sizes, got {sizes!r}.")
+    return tuple(_validation.positive_int("warmup_batch_sizes", size) for size in sizes)
+
+
+def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Saves the `signatures` of `module` to `export_dir/VERSION/` with TF Serving's warm-up file.
 
     What is saved is a root object that holds the signatures and the
@@ -104,31 +111,49 @@ def save(module, export_dir, version, signatures):
     tracking the `tf.Variable`s as well, as Keras' own `model.export()`
     does, fixes that but writes every weight twice.
 
-    The version appears whole or not at all (written elsewhere in
-    `export_dir`, then renamed); an existing version of that number is
-    replaced.
+    On a local file system the version appears whole or not at all: it is
+    written in a hidden folder of `export_dir` (TF Serving takes only
+    numeric folder names as versions) and renamed into place. An existing
+    version of that number is moved aside, then deleted.
+
+    Args:
+        module: the serving module whose `signatures` are saved.
+        export_dir: the model's directory.
+        version: int, the version folder's name.
+        signatures: `{name: tf.function}` of `module`'s signatures.
+        warmup_batch_sizes: batch sizes of the warm-up requests written for
+            every signature; `()` writes no warm-up file.
 
     Returns:
         The path of the written version.
     """
     version = _validation.positive_int("version", version)
+    warmup_batch_sizes = warmup_batch_sizes_checked(warmup_batch_sizes)
     path = os.path.join(export_dir, str(version))
     root = tf.Module(name=module.name)
     root.variables_read = captured_variables(signatures.values())
-    # Written whole in a hidden folder, then renamed into place: TF Serving
-    # polls `export_dir` and takes only numeric folder names as versions, so
-    # it never sees a version without its variables or its warm-up file.
-    staging = os.path.join(export_dir, f".{version}.partial-{uuid.uuid4().hex[:8]}")
+    # TF Serving polls `export_dir`: it must never see a version without its
+    # variables or its warm-up file.
+    tag = uuid.uuid4().hex[:8]
+    staging = os.path.join(export_dir, f".{version}.partial-{tag}")
+    replaced = os.path.join(export_dir, f".{version}.replaced-{tag}")
     try:
         tf.saved_model.save(root, staging, signatures=signatures)
-        write_warmup_requests(staging, signatures,
-                              model_name=os.path.basename(os.path.normpath(export_dir)))
-        if tf.io.gfile.exists(path):  # re-exporting a version replaces it
-            tf.io.gfile.rmtree(path)
-        tf.io.gfile.rename(staging, path)
+        if warmup_batch_sizes:
+            write_warmup_requests(staging, signatures, warmup_batch_sizes,
+                                  model_name=os.path.basename(os.path.normpath(export_dir)))
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.rename(path, replaced)
+        try:
+            tf.io.gfile.rename(staging, path)
+        except BaseException:
+            if tf.io.gfile.exists(replaced):
+                tf.io.gfile.rename(replaced, path)  # the old version back
+            raise
     finally:
-        if tf.io.gfile.exists(staging):
-            tf.io.gfile.rmtree(staging)
+        for leftover in (staging, replaced):
+            if tf.io.gfile.exists(leftover):
+                tf.io.gfile.rmtree(leftover)
     return path
 
 
@@ -143,23 +168,23 @@ def captured_variables(functions):
     return variables
 
 
-def write_warmup_requests(path, signatures, model_name):
+def write_warmup_requests(path, signatures, batch_sizes, model_name):
     """Writes `path/assets.extra/tf_serving_warmup_requests`.
 
     TF Serving replays these `PredictionLog` records when it loads the
     model, before it takes traffic, so that the first real request does not
     pay for graph optimisation and kernel set-up: for every signature, one
-    request of each of `WARMUP_BATCH_SIZES` texts (`WARMUP_TEXTS` cycled;
+    request of each of `batch_sizes` texts (`WARMUP_TEXTS` cycled;
     pair signatures get the same texts on both sides).
     """
     from tensorflow_serving.apis import model_pb2
     from tensorflow_serving.apis import predict_pb2
     from tensorflow_serving.apis import prediction_log_pb2
 
-    os.makedirs(os.path.join(path, "assets.extra"), exist_ok=True)
+    tf.io.gfile.makedirs(os.path.join(path, "assets.extra"))
     with tf.io.TFRecordWriter(os.path.join(path, WARMUP_FILE)) as writer:
         for name, function in signatures.items():
-            for size in WARMUP_BATCH_SIZES:
+            for size in batch_sizes:
                 texts = [WARMUP_TEXTS[i % len(WARMUP_TEXTS)].encode() for i in range(size)]
                 request = predict_pb2.PredictRequest(
                     model_spec=model_pb2.ModelSpec(name=model_name, signature_name=name)

@@ -7,6 +7,7 @@ from tfnlp.data._tensors import cut_at_character
 from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import check_preprocessor
 from tfnlp.export._common import pair_texts
+from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
 from tfnlp.export._common import takes_pairs
 from tfnlp.layers import _validation
@@ -157,7 +158,8 @@ class FillMaskServingModule(tf.Module):
         }
 
 
-def export_backbone(backbone, preprocessor, export_dir, version=1):
+def export_backbone(backbone, preprocessor, export_dir, version=1,
+                    warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes `export_dir/VERSION/` with the `encode` signatures.
 
     Args:
@@ -165,6 +167,9 @@ def export_backbone(backbone, preprocessor, export_dir, version=1):
         preprocessor: its `BertPreprocessor`.
         export_dir: the model's directory, e.g. `saved_models/bert`.
         version: int, the version subdirectory.
+        warmup_batch_sizes: the batch sizes of the TF Serving warm-up
+            requests written for every signature (`()`: none; keep them at
+            most the server's `max_batch_size` when it batches requests).
 
     Returns:
         The path of the written version.
@@ -185,10 +190,11 @@ def export_backbone(backbone, preprocessor, export_dir, version=1):
     signatures = {"serving_default": module.encode}
     if takes_pairs(backbone):
         signatures["encode_pairs"] = module.encode_pairs
-    return save(module, export_dir, version, signatures)
+    return save(module, export_dir, version, signatures, warmup_batch_sizes)
 
 
-def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8, version=1):
+def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8, version=1,
+                     warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes `export_dir/VERSION/` with the `fill_mask` signature.
 
     Args:
@@ -198,9 +204,13 @@ def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8,
         top_k: int, candidates per mask.
         max_masks: int, masks answered per text.
         version: int, the version subdirectory.
+        warmup_batch_sizes: the batch sizes of the TF Serving warm-up
+            requests written for every signature (`()`: none; keep them at
+            most the server's `max_batch_size` when it batches requests).
 
     Returns:
         The path of the written version.
     """
     module = FillMaskServingModule(pretrainer, preprocessor, top_k=top_k, max_masks=max_masks)
-    return save(module, export_dir, version, {"serving_default": module.fill_mask})
+    return save(module, export_dir, version, {"serving_default": module.fill_mask},
+                warmup_batch_sizes)

@@ -5,6 +5,7 @@ import tensorflow as tf
 from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import check_preprocessor
 from tfnlp.export._common import pair_texts
+from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
 from tfnlp.export._common import takes_pairs
 
@@ -83,7 +84,8 @@ class ClassifierServingModule(tf.Module):
         return self._predict(self.preprocessor(pair_texts(text_a, text_b)))
 
 
-def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
+def export_classifier(classifier, preprocessor, export_dir, labels, version=1,
+                      warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes `export_dir/VERSION/` (the layout TF Serving watches).
 
     The SavedModel needs only TensorFlow and tensorflow-text to load
@@ -97,6 +99,9 @@ def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
         export_dir: the model's directory, e.g. `saved_models/reviews`.
         labels: class names.
         version: int, the version subdirectory.
+        warmup_batch_sizes: the batch sizes of the TF Serving warm-up
+            requests written for every signature (`()`: none; keep them at
+            most the server's `max_batch_size` when it batches requests).
 
     Returns:
         The path of the written version.
@@ -118,4 +123,4 @@ def export_classifier(classifier, preprocessor, export_dir, labels, version=1):
     signatures = {"serving_default": module.classify}
     if takes_pairs(classifier):
         signatures["classify_pairs"] = module.classify_pairs
-    return save(module, export_dir, version, signatures)
+    return save(module, export_dir, version, signatures, warmup_batch_sizes)

@@ -6,6 +6,7 @@ import tensorflow as tf
 from tfnlp.data.elmo import character_ids
 from tfnlp.data.elmo import sentence_tokens
 from tfnlp.export._common import batch_of_texts
+from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
 from tfnlp.layers.scalar_mix import ScalarMix
@@ -103,7 +104,8 @@ class ELMoServingModule(tf.Module):
         return {"elmo": elmo, "layers": layers, "padding_mask": padding_mask, "words": padded}
 
 
-def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100_000):
+def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100_000,
+                warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes a raw-text -> ELMo-vectors SavedModel to `export_dir/VERSION/`.
 
     It loads with only TensorFlow and tensorflow-text (`import
@@ -117,6 +119,9 @@ def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100
         max_tokens: int, texts are cut to this many tokens, `<S>` and
             `</S>` included.
         version: int, the version subdirectory.
+        warmup_batch_sizes: the batch sizes of the TF Serving warm-up
+            requests written for every signature (`()`: none; keep them at
+            most the server's `max_batch_size` when it batches requests).
         max_input_bytes: int, texts are cut to this many bytes before
             they are split into words.
 
@@ -137,4 +142,5 @@ def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100
     [b'<S>', b'Hello', b',', b'world', b'!', b'</S>']
     """
     module = ELMoServingModule(model, max_tokens, max_input_bytes)
-    return save(module, export_dir, version, {"serving_default": module.embed})
+    return save(module, export_dir, version, {"serving_default": module.embed},
+                warmup_batch_sizes)

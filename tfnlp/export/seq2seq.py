@@ -7,6 +7,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.export._common import batch_of_texts
+from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
@@ -47,7 +48,10 @@ class Seq2SeqServingModule(tf.Module):
             Off by default: the graph then runs as written everywhere.
             Turned on, the server compiles it once per batch size (seconds
             each), after which a decoding step on a GPU is 26-37x faster
-            (H100, benchmarks/README.md).
+            (H100, benchmarks/README.md). TF Serving disables XLA unless
+            started with `--xla_cpu_compilation_enabled=true` (or
+            `--xla_gpu_compilation_enabled=true`): without it such an export
+            fails its warm-up and does not load (docs/serving.md).
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, source_length, max_length,
@@ -139,7 +143,7 @@ class Seq2SeqServingModule(tf.Module):
 
 def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source_length=128,
                    max_length=128, beam_size=4, length_penalty=0.6, no_repeat_ngram_size=0,
-                   version=1, jit_compile=False):
+                   version=1, jit_compile=False, warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes a raw-text -> generated-text SavedModel to `export_dir/VERSION/`.
 
     It loads with only TensorFlow and tensorflow-text (`import
@@ -157,6 +161,9 @@ def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source
         length_penalty: float.
         no_repeat_ngram_size: int.
         version: int, the version subdirectory.
+        warmup_batch_sizes: the batch sizes of the TF Serving warm-up
+            requests written for every signature (`()`: none; keep them at
+            most the server's `max_batch_size` when it batches requests).
         jit_compile: bool, mark the decoding loop for XLA (see
             `Seq2SeqServingModule`; off by default).
 
@@ -179,4 +186,5 @@ def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source
     module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
                                   max_length, beam_size, length_penalty, no_repeat_ngram_size,
                                   jit_compile)
-    return save(module, export_dir, version, {"serving_default": module.generate})
+    return save(module, export_dir, version, {"serving_default": module.generate},
+                warmup_batch_sizes)

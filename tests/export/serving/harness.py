@@ -10,6 +10,9 @@ compiler gets an error that says so, never a skipped test.
     server = CppServer()
     server.load(path)
     outputs = server.call(path, "serving_default", text=["some text"])  # {name: np.ndarray}
+
+Like the stock `tensorflow_model_server`, the harness disables XLA unless
+asked (`CppServer(xla=True)` passes `--xla_cpu_compilation_enabled`).
 """
 
 import fcntl
@@ -45,14 +48,12 @@ def _compiler():
     return compiler
 
 
-def build_command(output):
-    """The compiler command line that builds the harness at `output`."""
+def _flags(output):
     import tensorflow as tf
 
     library_dir = os.path.dirname(tf.__file__)
     return [
-        _compiler(), "-O2", "-w", *tf.sysconfig.get_compile_flags(), SOURCE, "-o", output,
-        f"-L{library_dir}",
+        "-O2", "-w", *tf.sysconfig.get_compile_flags(), SOURCE, "-o", output, f"-L{library_dir}",
         # Really load libtensorflow_cc (it registers the session factory that
         # LoadSavedModel needs; as-needed linking would drop it).
         "-Wl,--no-as-needed", "-l:libtensorflow_cc.so.2", "-l:libtensorflow_framework.so.2",
@@ -60,13 +61,24 @@ def build_command(output):
     ]
 
 
+def build_command(output):
+    """The compiler command line that builds the harness at `output`."""
+    return [_compiler(), *_flags(output)]
+
+
+_build_failure = None  # a failed build is not retried by every test of this process
+
+
 def binary():
     """The harness executable, built now if this TensorFlow, source and flags have none yet."""
     import tensorflow as tf
 
+    global _build_failure
+    if _build_failure is not None:
+        raise HarnessError(_build_failure)
     with open(SOURCE, "rb") as f:
         source = f.read()
-    key = hashlib.sha256(source + " ".join(build_command("OUT")).encode()).hexdigest()[:16]
+    key = hashlib.sha256(source + " ".join(_flags("OUT")).encode()).hexdigest()[:16]
     path = os.path.join(CACHE, f"tfnlp_serve-tf{tf.__version__}-{key}")
     if os.path.exists(path):
         return path
@@ -75,9 +87,17 @@ def binary():
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be building it
         if not os.path.exists(path):
             partial = path + ".partial"
-            built = subprocess.run(build_command(partial), capture_output=True, text=True, timeout=900)
-            if built.returncode != 0:
-                raise HarnessError(f"building the serving harness failed:\n{built.stderr[-5000:]}")
+            try:
+                built = subprocess.run(build_command(partial), capture_output=True, text=True,
+                                       timeout=900)
+                failure = None if built.returncode == 0 else built.stderr[-5000:]
+            except subprocess.TimeoutExpired:
+                failure = "the compiler ran for more than 900 s"
+            except HarnessError as error:
+                failure = str(error)
+            if failure is not None:
+                _build_failure = f"building the serving harness failed:\n{failure}"
+                raise HarnessError(_build_failure)
             os.replace(partial, path)
     return path
 
@@ -99,43 +119,90 @@ def tensor_proto(values):
     return tf.make_tensor_proto(values, dtype=tf.string if values.dtype == object else None)
 
 
-def predict_request(path, signature, inputs):
+def predict_request(path, signature, inputs, output_filter=()):
     """A serialized `PredictRequest` for the model loaded from `path`."""
     from tensorflow_serving.apis import predict_pb2
 
     request = predict_pb2.PredictRequest()
-    request.model_spec.name = str(path)
+    request.model_spec.name = os.path.abspath(path)
     request.model_spec.signature_name = signature
     for name, values in inputs.items():
         request.inputs[name].CopyFrom(tensor_proto(values))
+    request.output_filter.extend(output_filter)
     return request.SerializeToString()
 
 
+def decode_utf8(values):
+    """An array of `bytes` as `str`; raises on bytes that are not UTF-8 (outputs must be valid)."""
+    return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(values)
+
+
 def response_outputs(payload):
-    """`{name: np.ndarray}` of a serialized `PredictResponse`; strings decoded from UTF-8."""
+    """`{name: np.ndarray}` of a serialized `PredictResponse`; strings decoded (strict UTF-8)."""
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2
 
     outputs = {}
     for name, proto in predict_pb2.PredictResponse.FromString(payload).outputs.items():
         value = tf.make_ndarray(proto)
-        if value.dtype == object:
-            value = np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(value)
-        outputs[name] = value
+        outputs[name] = decode_utf8(value) if value.dtype == object else value
     return outputs
 
 
-class CppServer:
-    """One `tfnlp_serve` process; every method sends one command and waits for its reply."""
+class PipeReader:
+    """Reads a child process's stdout against a deadline; a child that hangs or dies fails loudly.
 
-    def __init__(self, timeout=300):
+    `log` is the file its stderr goes to: its end is shown in the error.
+    """
+
+    def __init__(self, process, log, name):
+        self.process, self.log, self.name = process, log, name
+        self._buffer = b""
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([self.process.stdout], [], [], max(left, 0))
+        chunk = os.read(self.process.stdout.fileno(), 1 << 20) if ready else None
+        if not chunk:
+            self.process.kill()  # hung or dead: free its memory now
+            self.log.seek(0)
+            reason = "timed out" if chunk is None else f"died ({self.process.wait()})"
+            raise HarnessError(f"{self.name} {reason}:\n{self.log.read()[-3000:].decode(errors='replace')}")
+        self._buffer += chunk
+
+    def exactly(self, size, deadline):
+        """The next `size` bytes."""
+        while len(self._buffer) < size:
+            self._fill(deadline)
+        data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+    def line(self, deadline):
+        """The next line, without its newline."""
+        while b"\n" not in self._buffer:
+            self._fill(deadline)
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+
+class CppServer:
+    """One `tfnlp_serve` process; every method sends one command and waits for its reply.
+
+    `xla`: allow XLA compilation, as `tensorflow_model_server
+    --xla_cpu_compilation_enabled=true` does (off by default there too).
+    """
+
+    def __init__(self, timeout=300, xla=False):
         command = [binary()]
         for directory in op_library_dirs():
             command += ["--ops-dir", directory]
+        if xla:
+            command.append("--xla_cpu_compilation_enabled")
         self._log = tempfile.TemporaryFile()  # TensorFlow's stderr, shown on failure
         environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self._log, env=environment)
+        self._reader = PipeReader(self._process, self._log, "the C++ serving harness")
         self._timeout = timeout
 
     def alive(self):
@@ -151,43 +218,31 @@ class CppServer:
         self._process.stdin.write(code + struct.pack("<I", len(payload)) + payload)
         self._process.stdin.flush()
         deadline = time.monotonic() + (timeout or self._timeout)
-        header = self._read(13, deadline)
+        header = self._reader.exactly(13, deadline)
         status, micros, size = header[:1], *struct.unpack("<QI", header[1:])
-        body = self._read(size, deadline)
+        body = self._reader.exactly(size, deadline)
+        if status not in (b"0", b"E"):
+            raise HarnessError(f"the C++ serving harness replied with status byte {status!r}")
         if (status == b"E") != expect_error:
             if expect_error:
                 raise HarnessError(f"command {code!r} was expected to fail and did not")
             raise HarnessError(f"command {code!r} {payload[:200]!r} failed: {body.decode(errors='replace')}")
         return micros, body.decode(errors="replace") if expect_error else body
 
-    def _read(self, size, deadline):
-        data = b""
-        while len(data) < size:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([self._process.stdout], [], [], max(left, 0))
-            chunk = os.read(self._process.stdout.fileno(), size - len(data)) if ready else None
-            if not chunk:
-                self._process.kill()
-                self._log.seek(0)
-                reason = "timed out" if chunk is None else f"died ({self._process.wait()})"
-                raise HarnessError(f"the C++ serving harness {reason}:\n"
-                                   f"{self._log.read()[-3000:].decode(errors='replace')}")
-            data += chunk
-        return data
-
     def load(self, path):
         """Loads the SavedModel at `path`; returns the seconds `LoadSavedModel` took."""
-        return self.command(b"L", str(path).encode())[0] / 1e6
+        return self.command(b"L", os.path.abspath(path).encode())[0] / 1e6
 
     def forget(self, path):
-        self.command(b"U", str(path).encode())
+        self.command(b"U", os.path.abspath(path).encode())
 
-    def call(self, path, signature, expect_error=False, **inputs):
+    def call(self, path, signature, expect_error=False, timeout=None, output_filter=(), **inputs):
         """Runs `signature` on `inputs` (`{name: list of str/bytes, or an array}`).
 
         Returns `{output: np.ndarray}`, or with `expect_error` the error message.
         """
-        _, payload = self.command(b"P", predict_request(path, signature, inputs), expect_error=expect_error)
+        _, payload = self.command(b"P", predict_request(path, signature, inputs, output_filter),
+                                  timeout=timeout, expect_error=expect_error)
         return payload if expect_error else response_outputs(payload)
 
     def timed_call(self, path, signature, **inputs):
@@ -200,11 +255,22 @@ class CppServer:
         _, payload = self.command(b"B", struct.pack("<I", repeats) + predict_request(path, signature, inputs))
         return [m / 1e6 for m in struct.unpack(f"<{repeats}Q", payload)]
 
-    def warmup(self, path):
-        """Replays `path`'s warm-up file as TF Serving does; [(signature, seconds)] per record."""
-        _, payload = self.command(b"W", str(path).encode())
+    def warmup(self, path, expect_error=False):
+        """Replays `path`'s warm-up file as TF Serving does; [(signature, seconds)] per record.
+
+        With `expect_error`, the error message of a replay that must fail.
+        """
+        _, payload = self.command(b"W", os.path.abspath(path).encode(), expect_error=expect_error)
+        if expect_error:
+            return payload
         rows = [line.split() for line in payload.decode().splitlines()]
         return [(name, int(micros) / 1e6) for name, micros in rows]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     def close(self):
         try:

@@ -9,11 +9,15 @@
 // op libraries loaded first (the stock server links them in). No Python runs
 // here, so nothing of tfnlp can be imported by accident.
 //
-// Usage: tfnlp_serve [--ops-dir DIR]...
+// Usage: tfnlp_serve [--ops-dir DIR]... [--xla_cpu_compilation_enabled]
 //   Every *.so in each DIR is dlopen'ed with RTLD_GLOBAL (the op libraries).
+//   As in tensorflow_model_server (model_servers/main.cc), XLA compilation is
+//   disabled unless --xla_cpu_compilation_enabled (or
+//   --xla_gpu_compilation_enabled) is given, with or without "=true".
 //
 // Requests come on stdin as frames: one command byte, a little-endian uint32
-// payload length, the payload. Each gets one reply on stdout: a status byte
+// payload length, the payload. Each gets one reply on stdout (anything else
+// that writes to stdout is sent to stderr instead): a status byte
 // ('0' done, 'E' failed: the payload is the error), a little-endian uint64 of
 // microseconds (what the command took inside this process: the load, or the
 // Session::Run), a little-endian uint32 length, the payload.
@@ -35,6 +39,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -54,9 +59,17 @@
 #include "tensorflow/core/platform/env.h"
 #include "tensorflow/core/platform/file_system.h"
 
+namespace tensorflow {
+// tensorflow/compiler/jit/flags.h; exported by libtensorflow_cc.so.2.
+void DisableXlaCompilation();
+}  // namespace tensorflow
+
 namespace {
 
 using tensorflow::Status;
+
+// TF Serving's limit on warm-up records (saved_model_warmup_util.cc).
+constexpr int kMaxWarmupRecords = 1000;
 
 // --- Protocol-buffer wire format: just what the serving messages need ---
 
@@ -229,6 +242,12 @@ class Server {
       feeds.emplace_back(spec.inputs().at(input.first).name(), std::move(tensor));
     }
     std::vector<std::string> aliases, fetches;
+    for (const auto& alias : request.output_filter) {
+      if (spec.outputs().count(alias) == 0) {
+        return tensorflow::errors::InvalidArgument(
+            "output tensor alias not found in signature: ", alias);
+      }
+    }
     for (const auto& output : spec.outputs()) {
       bool wanted = request.output_filter.empty();
       for (const auto& f : request.output_filter) wanted = wanted || f == output.first;
@@ -272,7 +291,10 @@ class Server {
       Status status = reader.ReadRecord(&record);
       if (tensorflow::errors::IsOutOfRange(status)) break;
       TF_RETURN_IF_ERROR(status);
-      ++count;
+      if (++count > kMaxWarmupRecords) {
+        return tensorflow::errors::InvalidArgument("Number of warmup records exceeds the maximum (",
+                                                   kMaxWarmupRecords, ") at ", file);
+      }
       std::vector<Field> log;
       if (!ParseFields(std::string(record), &log)) {
         return tensorflow::errors::InvalidArgument("record ", count, ": malformed PredictionLog");
@@ -329,14 +351,16 @@ void AppendLittleEndian(uint64_t value, int size, std::string* out) {
   for (int i = 0; i < size; ++i) out->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
+FILE* replies = nullptr;  // the real stdout; fd 1 itself points at stderr
+
 void Reply(const Status& status, uint64_t micros, const std::string& payload) {
   std::string frame(1, status.ok() ? '0' : 'E');
   AppendLittleEndian(micros, 8, &frame);
   const std::string& body = status.ok() ? payload : std::string(status.ToString());
   AppendLittleEndian(body.size(), 4, &frame);
   frame += body;
-  std::fwrite(frame.data(), 1, frame.size(), stdout);
-  std::fflush(stdout);
+  std::fwrite(frame.data(), 1, frame.size(), replies);
+  std::fflush(replies);
 }
 
 int LoadOpLibraries(const std::string& directory) {
@@ -364,15 +388,25 @@ int LoadOpLibraries(const std::string& directory) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Replies go to a copy of stdout; whatever a library prints goes to stderr.
+  std::fflush(stdout);
+  replies = fdopen(dup(1), "wb");
+  dup2(2, 1);
+  bool xla = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--ops-dir" && i + 1 < argc) {
       if (LoadOpLibraries(argv[++i]) < 0) return 2;
+    } else if (arg == "--xla_cpu_compilation_enabled" || arg == "--xla_gpu_compilation_enabled" ||
+               arg == "--xla_cpu_compilation_enabled=true" ||
+               arg == "--xla_gpu_compilation_enabled=true") {
+      xla = true;
     } else {
-      std::cerr << "usage: tfnlp_serve [--ops-dir DIR]...\n";
+      std::cerr << "usage: tfnlp_serve [--ops-dir DIR]... [--xla_cpu_compilation_enabled]\n";
       return 2;
     }
   }
+  if (!xla) tensorflow::DisableXlaCompilation();
   Server server;
   std::string header, payload;
   while (ReadExactly(&header, 5)) {
@@ -391,7 +425,9 @@ int main(int argc, char** argv) {
       if (status.ok()) status = server.Predict(request, &out, &micros);
     } else if (command == 'W') {
       status = server.Warmup(payload, &out, &micros);
-    } else if (command == 'B' && payload.size() >= 4) {
+    } else if (command == 'B' && payload.size() < 4) {
+      status = tensorflow::errors::InvalidArgument("'B' needs a uint32 count before the request");
+    } else if (command == 'B') {
       const uint64_t repeats = ReadLittleEndian(payload, 0, 4);
       Request request;
       status = ParseRequest(payload.substr(4), &request);
