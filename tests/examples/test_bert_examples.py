@@ -3,9 +3,12 @@
 import json
 import warnings
 
+import numpy as np
 import pytest
 
 from examples import finetune_classifier, pretrain_bert
+from tests.export.fresh_process import serve
+from tests.export.serving.harness import CppServer
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +49,13 @@ def test_finetuning_from_the_pretrained_backbone_exports_a_model(pretrained, tmp
     ])
     assert result["pretrained_test_accuracy"] > result["majority_baseline"]
     assert (tmp_path / "reviews" / "1" / "saved_model.pb").exists()
+    # The demo's export serves in TF Serving's C++ loader as in Python (it did not before).
+    texts = ["Great coffee, would buy again!", "stale", ""]
+    path = str(tmp_path / "reviews" / "1")
+    with CppServer() as server:
+        server.load(path)
+        assert [n for n, _ in server.warmup(path)] == ["serving_default"] * 2 + ["classify_pairs"] * 2
+        cpp = server.call(path, "serving_default", text=texts)
+    python = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}])[0]
+    np.testing.assert_allclose(cpp["probabilities"], python["probabilities"], atol=1e-6)
+    assert cpp["label"].tolist() == python["label"]
