@@ -112,12 +112,15 @@ def test_import_tfnlp_registers_everything_for_loading(tmp_path):
 
 
 def test_the_readme_python_blocks_define_every_name_they_use():
-    """Read in order, the README's blocks run as one script (checked by hand
-    with smaller sizes); this keeps them from using names none defines."""
+    """Read in order, the README's and the docs' blocks run as one script (checked
+    by hand with smaller sizes); this keeps them from using names none defines."""
     import ast
     import builtins
 
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    pages = ["README.md", "docs/layers.md", "docs/data.md", "docs/models.md", "docs/training.md",
+             "docs/serving.md"]
+    readme = "\n".join((root / page).read_text(encoding="utf-8") for page in pages)
     tree = ast.parse("\n".join(re.findall(r"```python\n(.*?)```", readme, re.S)))
     defined = set(dir(builtins))
     for node in ast.walk(tree):

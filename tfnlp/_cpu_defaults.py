@@ -19,11 +19,9 @@ def enable_onednn(environ=None, system=None, machine=None, modules=None):
     deep-learning instructions (AVX-512 VNNI or BF16, AMX, ...: Intel
     Cascade Lake and newer, AMD Zen 4); elsewhere (AVX2-only CPUs, e.g.
     AMD Zen 2/3 or older Intel Xeons) their matmuls run on Eigen, which
-    computes BERT's masked-LM logits product 1.5-2.6x slower. On such a CPU (a
-    2-core AMD Zen 3 under Linux) every tfnlp training step measured
-    1.20-1.57x faster in float32 with oneDNN on (BERT-tiny 1.57x, ELMo
-    1.40x, the classifier 1.36x, BERT-mini and the translator 1.2x) and
-    every forward pass 1.14-1.34x (`benchmarks/onednn_benchmark.py`,
+    is slower for BERT's masked-LM logits product. On such a CPU every
+    tfnlp training step and forward pass measured faster in float32 with
+    oneDNN on (`benchmarks/onednn_benchmark.py`; figures in
     `benchmarks/README.md`). So importing `tfnlp` before TensorFlow sets
     `TF_ENABLE_ONEDNN_OPTS=1` when:
 

@@ -18,9 +18,9 @@ def random_algorithm():
 
     TensorFlow's default, `"auto_select"`, is Philox in its CPU and GPU
     kernels and gives the same bits under XLA on a CPU, but there XLA
-    generates them about 100x slower than with Philox named (2-core Zen 3,
-    1M uint32 words: 244 ms against 2.5 ms; benchmarks/README.md, item 12),
-    which made XLA-compiled BERT-tiny training steps twice as slow. Naming
+    generates them far slower than with Philox named, which slowed
+    XLA-compiled BERT training steps (`benchmarks/dropout_benchmark.py`;
+    figures in benchmarks/README.md). Naming
     Philox keeps every bit the same, with or without XLA. On a TPU
     `"auto_select"` picks the TPU's own generator, so it is kept there.
 

@@ -44,7 +44,7 @@ TRAINING = {
     "profile": (str, "", "profile these steps to TensorBoard, e.g. '10:15' (empty: no profile)", None),
     "dtype": (str, "float32", "dtype policy", ("float32", "mixed_bfloat16", "mixed_float16")),
     "jit_compile": (bool, "auto", "compile the training step with XLA (auto: Keras' rule, on when a GPU "
-                    "or TPU is visible; 2.2-3x faster on an H100, not faster on CPUs)",
+                    "or TPU is visible; faster on a GPU, not on CPUs: benchmarks/README.md)",
                     None),
     "strategy": (str, "auto", "tf.distribute strategy", ("auto", "default", "mirrored", "multi_worker", "tpu")),
     "seed": (int, 0, "random seed", None),

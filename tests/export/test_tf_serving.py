@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
-from tests.export.serving.harness import CppServer
+from tests.export.serving.harness import CppServer, decode_utf8
 from tfnlp import data, export, models
 from tfnlp.export._common import WARMUP_BATCH_SIZES, WARMUP_FILE
 
@@ -108,8 +108,7 @@ def test_all_ten_signatures_serve_in_the_cpp_loader_as_in_python(server, float32
             for name, value in expected.items():
                 assert served[name].shape == value.shape, (family, signature, name)
                 if value.dtype == object:
-                    decoded = np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(value)
-                    np.testing.assert_array_equal(served[name], decoded, err_msg=f"{family} {name}")
+                    np.testing.assert_array_equal(served[name], decode_utf8(value), err_msg=f"{family} {name}")
                 else:
                     assert served[name].dtype == value.dtype, (family, signature, name)
                     assert value.dtype != np.float16 and value.dtype.name != "bfloat16"  # float32 out

@@ -47,8 +47,8 @@ class Seq2SeqServingModule(tf.Module):
         jit_compile: bool, mark the decoding loop for XLA in the SavedModel.
             Off by default: the graph then runs as written everywhere.
             Turned on, the server compiles it once per batch size (seconds
-            each), after which a decoding step on a GPU is 26-37x faster
-            (H100, benchmarks/README.md). TF Serving disables XLA unless
+            each), after which a decoding step on a GPU is many times
+            faster (benchmarks/README.md, "On a GPU"). TF Serving disables XLA unless
             started with `--xla_cpu_compilation_enabled=true` (or
             `--xla_gpu_compilation_enabled=true`): without it such an export
             fails its warm-up and does not load (docs/serving.md).

@@ -50,11 +50,11 @@ def resolve_jit_compile(jit_compile):
     """`jit_compile` as a bool; `"auto"` is XLA exactly when a GPU or TPU is visible.
 
     Keras' rule for `compile(jit_compile="auto")` on one device, and what
-    the measurements say for decoding (benchmarks/README.md): on an H100, a
-    BERT-mini-sized UniLM or translator decodes a step 26-37x faster with
-    XLA (without it the step is kernel launches); on this project's CPU XLA
-    is about 2x faster in float32 but slower in bfloat16, and compiles once
-    per input shape, so `"auto"` leaves it off there.
+    the measurements say for decoding (`benchmarks/generation_benchmark.py`,
+    figures in benchmarks/README.md): on a GPU XLA decodes a step many times
+    faster (without it the step is kernel launches); on a CPU it gains less,
+    loses in bfloat16 and compiles once per input shape, so `"auto"` leaves
+    it off there.
 
     >>> resolve_jit_compile("auto") == bool(tf.config.list_physical_devices("GPU"))
     True
