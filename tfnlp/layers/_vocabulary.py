@@ -10,11 +10,9 @@ def tied_logits(hidden, embeddings):
     embeddings`) are the ones TensorFlow's `matmul(..., transpose_b=True)`
     computes. The embedding's gradient `upstreamᵀ hidden` is computed as
     `transpose(hiddenᵀ upstream)`: an `(H, V)` product whose long side is
-    the output's columns, then one transpose. With oneDNN on a 2-core AVX2
-    CPU, at BERT-tiny's `N = 640`, `H = 128`, `V = 30,522`, forward +
-    backward took 99 ms instead of 125 (`upstreamᵀ hidden` alone 59 ms,
-    `hiddenᵀ upstream` + transpose 47 ms); at `H = 512` the two ways are
-    within 3% (benchmarks/README.md, "BERT pretraining", item 9). The
+    the output's columns, then one transpose: faster with oneDNN at
+    BERT-tiny's width, the same at `H = 512` (benchmarks/README.md, "BERT
+    pretraining", item 9). The
     values are the same products summed in another order.
 
     Args:

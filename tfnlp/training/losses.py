@@ -21,11 +21,10 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     `1 / V`, so its log is exact; two more passes over the logits). The
     two agree to float32 rounding (~1e-7 relative), so a row's loss can
     move by that much with the rest of its batch. The gradient
-    `p - (1 - ε) onehot(y) - ε / V` reuses `p`. Measured on the project
-    CPU at BERT's 640 x 30,522 masked-LM logits: 6 ms of op time per
-    BERT-tiny training step for the forward pass against the fused op's
-    36–41 ms (its row reductions and exponentials run on one thread;
-    `benchmarks/bert_benchmark.py --profile`).
+    `p - (1 - ε) onehot(y) - ε / V` reuses `p`. At BERT's masked-LM
+    logits this forward pass takes a fraction of the fused op's time, whose
+    row reductions and exponentials run on one thread
+    (`benchmarks/bert_benchmark.py --profile`; figures in benchmarks/README.md).
 
     Computed in float32 whatever the logits' dtype. An out-of-range label
     raises `InvalidArgumentError` (from the gather) on CPU; on GPU, where a
@@ -122,8 +121,8 @@ def _subtract_at_labels(values, labels, amounts, in_place):
     """`values` with `amounts[i]` taken off `values[i, labels[i]]`: the gradient's one-hot part.
 
     `tensor_scatter_nd_sub` copies its whole input first: an extra pass over
-    BERT's 640 x 30,522 gradient, 6 of the gradient's 13 ms alone on a
-    2-core Zen 3. `ScatterNdNonAliasingAdd` of `-amounts` works in the
+    BERT's whole masked-LM gradient, a large share of its time
+    (`benchmarks/scatter_benchmark.py`). `ScatterNdNonAliasingAdd` of `-amounts` works in the
     buffer of `values` when nothing else holds it (a refcount check, so a
     buffer shared after Grappler merged two equal products is copied, not
     changed under another reader); the values are bit for bit the same
