@@ -17,6 +17,10 @@ from tfnlp.data.elmo import character_ids
 from tfnlp.data.elmo import elmo_dataset
 from tfnlp.data.elmo import sentence_tokens
 from tfnlp.data.elmo import split_words
+from tfnlp.data.labelled import LabelledData as LabelledData  # not in __all__, whose classes tests treat as layers
+from tfnlp.data.labelled import read_labelled
+from tfnlp.data.labelled import read_texts
+from tfnlp.data.labelled import suggest_sequence_length
 from tfnlp.data.pipelines import classification_dataset
 from tfnlp.data.pipelines import encoder_decoder_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
@@ -47,6 +51,8 @@ __all__ = [
     "encoder_decoder_dataset",
     "next_sentence_pairs",
     "objective_counts",
+    "read_labelled",
+    "read_texts",
     "read_tfrecords",
     "unilm_finetuning_dataset",
     "unilm_pretraining_dataset",
@@ -59,4 +65,5 @@ __all__ = [
     "sentence_tokens",
     "split_words",
     "static_tuning",
+    "suggest_sequence_length",
 ]

@@ -1,12 +1,20 @@
-"""Text-generation metrics: corpus BLEU and ROUGE, in pure Python.
+"""Evaluation metrics in pure Python: corpus BLEU and ROUGE for generated text, and a
+classification report (accuracy, macro-F1, per-class F1, confusion matrix).
 
-Both tokenise references and hypotheses with `tokenize_for_evaluation` by
+BLEU and ROUGE tokenise references and hypotheses with `tokenize_for_evaluation` by
 default (NFC, lower-case, words and single punctuation characters, one token
 per CJK ideograph), so scores do not depend on a model's own vocabulary.
 Inputs are Python `str` or UTF-8 `bytes`; no TensorFlow is involved.
 """
 
 from tfnlp.metrics.bleu import corpus_bleu, corpus_bleu_details, tokenize_for_evaluation
+from tfnlp.metrics.classification import classification_report
 from tfnlp.metrics.rouge import rouge_scores
 
-__all__ = ["corpus_bleu", "corpus_bleu_details", "rouge_scores", "tokenize_for_evaluation"]
+__all__ = [
+    "classification_report",
+    "corpus_bleu",
+    "corpus_bleu_details",
+    "rouge_scores",
+    "tokenize_for_evaluation",
+]
