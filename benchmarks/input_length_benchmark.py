@@ -72,11 +72,11 @@ def export_all(directory, vocabulary_size, max_reviews):
         "bert fill_mask": (export.export_fill_mask(models.BertPretrainer(bert), preprocessor,
                                                    f"{directory}/fill_mask"), [single]),
         "bert classifier": (export.export_classifier(
-            models.BertClassifier(bert, 2), preprocessor, f"{directory}/bert_classifier",
+            models.BertClassifier(bert, 2), f"{directory}/bert_classifier", preprocessor=preprocessor,
             labels=["a", "b"]), [single, ("classify_pairs", ["text_a", "text_b"])]),
         "transformer classifier": (export.export_classifier(
             models.TransformerClassifier(size, 2, num_layers=2, hidden_dim=64),
-            data.BertPreprocessor(tokenizer, 256), f"{directory}/transformer_classifier",
+            f"{directory}/transformer_classifier", preprocessor=data.BertPreprocessor(tokenizer, 256),
             labels=["a", "b"]), [single]),
         "elmo": (export.export_elmo(models.ELMoBiLM.from_preset("elmo_small", 1000, num_sampled=None),
                                     f"{directory}/elmo", max_tokens=64), [single]),

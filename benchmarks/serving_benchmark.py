@@ -101,7 +101,7 @@ def export_model(kind, vocabulary, reviews, directory, args):
     classifier, sequence_length, description = build(kind, vocabulary, args)
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), sequence_length)
     started = time.perf_counter()
-    path = export.export_classifier(classifier, preprocessor, os.path.join(directory, kind),
+    path = export.export_classifier(classifier, os.path.join(directory, kind), preprocessor=preprocessor,
                                     labels=list(datasets.FINE_FOOD_LABELS))
     facts = {
         "model": kind,

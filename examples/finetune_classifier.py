@@ -96,7 +96,7 @@ def main(argv=None):
         datasets.read_fine_food_reviews("train"), datasets.read_fine_food_reviews("test")
     )
     path = export.export_classifier(
-        classifier, preprocessor, args.export, labels=list(datasets.FINE_FOOD_LABELS)
+        classifier, args.export, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS)
     )
     result["saved_model"] = path
     print(json.dumps(result, indent=2))

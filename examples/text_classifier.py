@@ -153,7 +153,7 @@ def main(argv=None):
 
     if args.export:
         result["saved_model"] = export.export_classifier(
-            classifier, preprocessor, args.export, labels=LABELS
+            classifier, args.export, preprocessor=preprocessor, labels=LABELS
         )
     result["seconds"] = round(time.time() - start, 1)
     with open(os.path.join(args.logs, "results.json"), "w") as f:

@@ -41,7 +41,7 @@ def exported(request, tmp_path_factory, corpus_vocabulary):
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 32)
     classifier = request.param(len(corpus_vocabulary))
     directory = tmp_path_factory.mktemp("saved_models") / "reviews"
-    path = export.export_classifier(classifier, preprocessor, str(directory), labels=["other", "great"])
+    path = export.export_classifier(classifier, str(directory), preprocessor=preprocessor, labels=["other", "great"])
     return path, classifier, preprocessor
 
 
@@ -125,15 +125,15 @@ def test_labels_must_match_the_classes(corpus_vocabulary, tmp_path):
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
     backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=len(corpus_vocabulary))
     with pytest.raises(ValueError, match="2 names for 3 classes"):
-        export.export_classifier(models.BertClassifier(backbone, 3), preprocessor, str(tmp_path),
+        export.export_classifier(models.BertClassifier(backbone, 3), str(tmp_path), preprocessor=preprocessor,
                                  labels=["a", "b"])
     # A string was split into one name per character.
     with pytest.raises(ValueError, match="`labels` must be a list of class names, got the string"):
-        export.export_classifier(models.BertClassifier(backbone, 2), preprocessor, str(tmp_path),
+        export.export_classifier(models.BertClassifier(backbone, 2), str(tmp_path), preprocessor=preprocessor,
                                  labels="ab")
     # A one-output classifier always served probability 1.0.
     with pytest.raises(ValueError, match="2 or more classes"):
-        export.export_classifier(models.BertClassifier(backbone, 1), preprocessor, str(tmp_path),
+        export.export_classifier(models.BertClassifier(backbone, 1), str(tmp_path), preprocessor=preprocessor,
                                  labels=["yes"])
 
 
@@ -153,10 +153,10 @@ def test_a_subclassed_keras_classifier_exports(corpus_vocabulary, tmp_path):
 
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
     model = BagOfWords()
-    path = export.export_classifier(model, preprocessor, str(tmp_path), labels=["a", "b", "c"])
+    path = export.export_classifier(model, str(tmp_path), preprocessor=preprocessor, labels=["a", "b", "c"])
     texts = tf.constant(TEXTS[:3])
     served = tf.saved_model.load(path).signatures["serving_default"](text=texts)
     expected = tf.nn.softmax(model(preprocessor(texts))).numpy()
     np.testing.assert_allclose(served["probabilities"], expected, atol=1e-6)
     with pytest.raises(ValueError, match="2 names for 3 classes"):
-        export.export_classifier(model, preprocessor, str(tmp_path / "x"), labels=["a", "b"])
+        export.export_classifier(model, str(tmp_path / "x"), preprocessor=preprocessor, labels=["a", "b"])

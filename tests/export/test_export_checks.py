@@ -28,7 +28,7 @@ def test_pair_signatures_check_that_both_sides_hold_as_many_texts(tmp_path):
     # ("Shapes of all inputs must match") in both pair signatures.
     classifier = models.BertClassifier(_backbone(), num_classes=2)
     paths = {
-        "classify_pairs": export.export_classifier(classifier, _preprocessor(), str(tmp_path / "c"),
+        "classify_pairs": export.export_classifier(classifier, str(tmp_path / "c"), preprocessor=_preprocessor(),
                                                    labels=["bad", "good"]),
         "encode_pairs": export.export_backbone(_backbone(), _preprocessor(), str(tmp_path / "b")),
     }
@@ -58,7 +58,7 @@ def test_a_single_segment_model_is_exported_without_the_pair_signatures(tmp_path
     classifier = models.TransformerClassifier(len(VOCABULARY), num_classes=2, num_layers=1,
                                               num_heads=2, hidden_dim=8, intermediate_dim=16,
                                               num_segments=1)
-    path = export.export_classifier(classifier, _preprocessor(), str(tmp_path / "c"), ["n", "p"])
+    path = export.export_classifier(classifier, str(tmp_path / "c"), preprocessor=_preprocessor(), labels=["n", "p"])
     served = tf.saved_model.load(path).signatures
     assert set(served) == {"serving_default"}
     assert served["serving_default"](text=tf.constant(["good food"]))["label"].shape == (1,)
@@ -71,8 +71,8 @@ def test_the_tokenizer_may_not_have_more_tokens_than_the_model(tmp_path):
     with pytest.raises(ValueError, match=message):
         export.export_backbone(backbone, _preprocessor(), str(tmp_path / "b"))
     with pytest.raises(ValueError, match=message):
-        export.export_classifier(models.BertClassifier(backbone, 2), _preprocessor(),
-                                 str(tmp_path / "c"), ["n", "p"])
+        export.export_classifier(models.BertClassifier(backbone, 2), str(tmp_path / "c"),
+                                 preprocessor=_preprocessor(), labels=["n", "p"])
     with pytest.raises(ValueError, match=message):
         export.export_fill_mask(models.BertPretrainer(backbone), _preprocessor(), str(tmp_path / "f"))
 
@@ -104,7 +104,7 @@ def test_a_version_appears_whole_or_not_at_all(tmp_path, monkeypatch):
     """TF Serving polls the model directory: it must never see a version without its warm-up file."""
     classifier = models.BertClassifier(_backbone(), num_classes=2)
     directory = tmp_path / "reviews"
-    path = export.export_classifier(classifier, _preprocessor(), str(directory), ["n", "p"])
+    path = export.export_classifier(classifier, str(directory), preprocessor=_preprocessor(), labels=["n", "p"])
     assert os.listdir(directory) == ["1"]  # nothing staged is left behind
     assert os.path.exists(os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))
 
@@ -117,14 +117,14 @@ def test_a_version_appears_whole_or_not_at_all(tmp_path, monkeypatch):
     monkeypatch.setattr(export_common, "write_warmup_requests", fail)
     other = models.BertClassifier(_backbone(), num_classes=2)
     with pytest.raises(OSError, match="disk full"):
-        export.export_classifier(other, _preprocessor(), str(directory), ["n", "p"])
+        export.export_classifier(other, str(directory), preprocessor=_preprocessor(), labels=["n", "p"])
     assert os.listdir(directory) == ["1"]
     after = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["good"]))
     np.testing.assert_array_equal(after["probabilities"], before["probabilities"])
 
     # Re-exporting a version replaces it whole.
     monkeypatch.undo()
-    export.export_classifier(other, _preprocessor(), str(directory), ["n", "p"])
+    export.export_classifier(other, str(directory), preprocessor=_preprocessor(), labels=["n", "p"])
     assert os.listdir(directory) == ["1"]
     replaced = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["good"]))
     expected = tf.nn.softmax(other(_preprocessor()(tf.constant(["good"]))))

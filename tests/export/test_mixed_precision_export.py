@@ -30,7 +30,7 @@ def test_classifier_and_backbone_exports_serve_float32(policy, corpus_vocabulary
                                                    num_heads=2, hidden_dim=16, dtype=dtype),
         policy,
     )
-    path = export.export_classifier(mixed, preprocessor, str(tmp_path / "classifier"), ["a", "b"])
+    path = export.export_classifier(mixed, str(tmp_path / "classifier"), preprocessor=preprocessor, labels=["a", "b"])
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
     assert served["probabilities"].dtype == tf.float32
     expected = tf.nn.softmax(reference(preprocessor(tf.constant(TEXTS))))

@@ -51,11 +51,11 @@ def export_every_family(vocabulary, directory, dtype=None):
         "fill_mask": export.export_fill_mask(models.BertPretrainer(backbone), preprocessor,
                                              f"{directory}/fill_mask", top_k=3, max_masks=2),
         "bert_classifier": export.export_classifier(
-            models.BertClassifier(backbone, 3), preprocessor, f"{directory}/bert_classifier",
+            models.BertClassifier(backbone, 3), f"{directory}/bert_classifier", preprocessor=preprocessor,
             labels=["a", "b", "c"]),
         "transformer_classifier": export.export_classifier(
             models.TransformerClassifier(size, 2, num_layers=1, num_heads=2, hidden_dim=16, dtype=dtype),
-            preprocessor, f"{directory}/transformer_classifier", labels=["no", "yes"]),
+            f"{directory}/transformer_classifier", preprocessor=preprocessor, labels=["no", "yes"]),
         "elmo": export.export_elmo(models.ELMoEmbedder(bilm), f"{directory}/elmo", max_tokens=8),
         "translator": export.export_seq2seq(
             models.TransformerSeq2Seq(size, num_encoder_layers=1, num_decoder_layers=1, hidden_dim=16,
@@ -238,19 +238,19 @@ def test_warmup_batch_sizes_choose_the_warm_up_requests(server, corpus_vocabular
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
     model = models.TransformerClassifier(len(corpus_vocabulary), 2, num_layers=1, num_heads=2,
                                          hidden_dim=16, num_segments=1)
-    path = export.export_classifier(model, preprocessor, str(tmp_path / "a"), ["n", "y"],
+    path = export.export_classifier(model, str(tmp_path / "a"), preprocessor=preprocessor, labels=["n", "y"],
                                     warmup_batch_sizes=(4, 2, 1))
     records = [prediction_log_pb2.PredictionLog.FromString(r.numpy())
                for r in tf.data.TFRecordDataset(os.path.join(path, WARMUP_FILE))]
     assert [r.predict_log.request.inputs["text"].tensor_shape.dim[0].size for r in records] == [4, 2, 1]
     server.load(path)
     assert len(server.warmup(path)) == 3
-    path = export.export_classifier(model, preprocessor, str(tmp_path / "b"), ["n", "y"],
+    path = export.export_classifier(model, str(tmp_path / "b"), preprocessor=preprocessor, labels=["n", "y"],
                                     warmup_batch_sizes=())
     assert not os.path.exists(os.path.join(path, WARMUP_FILE))
     for bad in (0, [1, 0], "32", [2.5]):
         with pytest.raises(ValueError, match="`warmup_batch_sizes`"):
-            export.export_classifier(model, preprocessor, str(tmp_path / "c"), ["n", "y"],
+            export.export_classifier(model, str(tmp_path / "c"), preprocessor=preprocessor, labels=["n", "y"],
                                      warmup_batch_sizes=bad)
     assert not os.path.exists(tmp_path / "c" / "1")
 

@@ -1,5 +1,7 @@
 """Text classifier -> SavedModel that takes raw strings (TF Serving layout)."""
 
+import os
+
 import tensorflow as tf
 
 from tfnlp.export._common import batch_of_texts
@@ -8,6 +10,13 @@ from tfnlp.export._common import pair_texts
 from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
 from tfnlp.export._common import takes_pairs
+
+
+def _num_classes(classifier, preprocessor):
+    if getattr(classifier, "outputs", None):  # a Functional model
+        return classifier.outputs[0].shape[-1]
+    # a subclassed one: its output on one text tells
+    return classifier(preprocessor(tf.constant([""])), training=False).shape[-1]
 
 
 class ClassifierServingModule(tf.Module):
@@ -41,10 +50,7 @@ class ClassifierServingModule(tf.Module):
     def __init__(self, classifier, preprocessor, labels):
         super().__init__(name="classifier_serving")
         check_preprocessor(preprocessor, classifier)
-        if getattr(classifier, "outputs", None):  # a Functional model
-            num_classes = classifier.outputs[0].shape[-1]
-        else:  # a subclassed one: its output on one text tells
-            num_classes = classifier(preprocessor(tf.constant([""])), training=False).shape[-1]
+        num_classes = _num_classes(classifier, preprocessor)
         if num_classes is None or num_classes < 2:
             raise ValueError(
                 f"The classifier must output scores for 2 or more classes (a softmax over one "
@@ -84,20 +90,26 @@ class ClassifierServingModule(tf.Module):
         return self._predict(self.preprocessor(pair_texts(text_a, text_b)))
 
 
-def export_classifier(classifier, preprocessor, export_dir, labels, version=1,
+def export_classifier(classifier, export_dir, preprocessor=None, labels=None, version=1,
                       warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes `export_dir/VERSION/` (the layout TF Serving watches).
 
     The SavedModel needs only TensorFlow and tensorflow-text to load
     (`import tensorflow_text` registers its ops); tfnlp is not needed.
 
+    A classifier built with its `preprocessor` and `labels` (see
+    `tfnlp.models.BertClassifier`) needs nothing else:
+    `export_classifier(classifier, "saved_models/mine")`.
+
     Args:
         classifier: a Keras model returning logits (e.g. `BertClassifier`,
             `TransformerClassifier`) or, with `activation="softmax"`,
             probabilities (see `ClassifierServingModule`).
-        preprocessor: its `BertPreprocessor`.
         export_dir: the model's directory, e.g. `saved_models/reviews`.
-        labels: class names.
+        preprocessor: its `BertPreprocessor`; defaults to the classifier's
+            own `preprocessor`.
+        labels: class names; default: the classifier's `labels`, else the
+            class ids as text (`"0"`, `"1"`, ...).
         version: int, the version subdirectory.
         warmup_batch_sizes: the batch sizes of the TF Serving warm-up
             requests written for every signature (`()`: none; keep them at
@@ -113,12 +125,28 @@ def export_classifier(classifier, preprocessor, export_dir, labels, version=1,
     >>> vocab = list(data.SPECIAL_TOKENS) + ["good", "bad"]
     >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
     >>> backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=7)
-    >>> path = export_classifier(models.BertClassifier(backbone, 2), preprocessor,
-    ...                          tempfile.mkdtemp(), labels=["bad", "good"])
+    >>> classifier = models.BertClassifier(backbone, preprocessor=preprocessor, labels=["bad", "good"])
+    >>> path = export_classifier(classifier, tempfile.mkdtemp())
     >>> served = tf.saved_model.load(path).signatures["serving_default"]
     >>> served(text=tf.constant(["good", ""]))["probabilities"].shape
     TensorShape([2, 2])
     """
+    if not isinstance(export_dir, (str, os.PathLike)):
+        raise TypeError(
+            f"`export_dir` must be a directory path, got {type(export_dir).__name__} (the "
+            "preprocessor is now the keyword argument `preprocessor=`, or the classifier's own)."
+        )
+    if preprocessor is None:
+        preprocessor = getattr(classifier, "preprocessor", None)
+        if preprocessor is None:
+            raise ValueError(
+                "`preprocessor` is required: this classifier carries none (build it with "
+                "`preprocessor=`, or pass the BertPreprocessor it was trained with)."
+            )
+    if labels is None:
+        labels = getattr(classifier, "labels", None)
+    if labels is None:
+        labels = [str(i) for i in range(_num_classes(classifier, preprocessor))]
     module = ClassifierServingModule(classifier, preprocessor, labels)
     signatures = {"serving_default": module.classify}
     if takes_pairs(classifier):

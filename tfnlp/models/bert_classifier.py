@@ -4,23 +4,18 @@ import keras
 
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
-from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models._mixins import ChecksInputs
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
-from tfnlp.training.optimizers import bert_adamw
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
-from tfnlp.training.optimizers import with_loss_scaling
+from tfnlp.models.text_classifier import TextClassifier
+from tfnlp.models.text_classifier import checked_preprocessor
+from tfnlp.models.text_classifier import classifier_size
+from tfnlp.training.optimizers import bert_adamw
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertClassifier(
-    CallsBackboneLayers, BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs,
-    keras.Model,
-):
+class BertClassifier(CallsBackboneLayers, TextClassifier):
     """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by
@@ -30,14 +25,26 @@ class BertClassifier(
     defaults (learning rate 2e-5, weight decay 0.01 off LayerNorm and
     biases), sparse cross-entropy on logits and accuracy.
 
+    Given its `preprocessor` (and, optionally, the class names `labels`),
+    the classifier also takes raw text: `fit(texts, labels)`,
+    `evaluate(texts, labels)`, `predict(texts)` (logits) and
+    `predict_labels(texts)` (class names), with texts as a list, a
+    `(texts_a, texts_b)` tuple of text pairs or a `tf.data.Dataset`
+    (`TextClassifier`); `tfnlp.export.export_classifier(classifier, path)`
+    then needs nothing else, and a `.keras` file keeps both.
+
     The backbone's last block computes `[CLS]` only, the one position the
     pooler reads (`TransformerBlock`'s `output_positions`): the same
     logits as the full pass, for less work.
 
     Args:
         backbone: a `BertBackbone` (pretrained or not).
-        num_classes: int.
+        num_classes: int; may be left out when `labels` is given.
         dropout: float in [0, 1), dropout on the pooled output.
+        preprocessor: optional `tfnlp.data.BertPreprocessor` (its
+            `sequence_length` at most the backbone's
+            `max_sequence_length`), so that the model takes raw text.
+        labels: optional list of class names, one per class.
         **kwargs: base model arguments (`name`, ...).
 
     Example:
@@ -50,15 +57,31 @@ class BertClassifier(
     ...     "padding_mask": tf.ones((1, 3), tf.int32),
     ... }).shape
     TensorShape([1, 3])
+
+    With a preprocessor, on raw text:
+
+    >>> from tfnlp import data
+    >>> vocab = list(data.SPECIAL_TOKENS) + ["good", "bad", "food"]
+    >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=len(vocab))
+    >>> classifier = BertClassifier(backbone, preprocessor=preprocessor, labels=["neg", "pos"])
+    >>> classifier.compile()
+    >>> history = classifier.fit(["good food", "bad food"], ["pos", "neg"], verbose=0)
+    >>> len(classifier.predict_labels(["good", "bad"]))
+    2
     """
 
-    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+    def __init__(self, backbone, num_classes=None, dropout=0.1, preprocessor=None, labels=None,
+                 **kwargs):
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
         if not isinstance(backbone, BertBackbone):
             raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
-        num_classes = _validation.positive_int("num_classes", num_classes)
+        num_classes, labels = classifier_size(num_classes, labels)
         dropout = _validation.rate("dropout", dropout)
+        preprocessor = checked_preprocessor(
+            preprocessor, backbone.vocabulary_size, backbone.max_sequence_length
+        )
         self.backbone = backbone
         self.output_dropout = Dropout(dropout, name="output_dropout")
         self.output_dense = keras.layers.Dense(
@@ -75,6 +98,8 @@ class BertClassifier(
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+        self.preprocessor = preprocessor
+        self.labels = labels
 
     def _head_layers(self):
         return [self.output_dropout, self.output_dense]
@@ -82,15 +107,8 @@ class BertClassifier(
     def _checked_inputs(self, inputs):
         return self.backbone._checked_inputs(inputs)
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        if optimizer == "auto":
-            optimizer = bert_adamw(2e-5)
-        if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        if metrics == "auto":
-            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def _default_optimizer(self):
+        return bert_adamw(2e-5)
 
     def get_config(self):
         return {
@@ -99,6 +117,7 @@ class BertClassifier(
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
+            **self._text_config(),
         }
 
     @classmethod

@@ -4,26 +4,25 @@ import math
 
 import keras
 
+from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
-from tfnlp.models._mixins import BuildsOptimizerFirst
-from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
+from tfnlp.models.text_classifier import TextClassifier
+from tfnlp.models.text_classifier import checked_preprocessor
+from tfnlp.models.text_classifier import classifier_size
 from tfnlp.training.optimizers import bert_adamw
-from tfnlp.training.optimizers import with_loss_scaling
 
 POOLINGS = ("mean", "first")
 ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
+class TransformerClassifier(FromConfig, TextClassifier):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
@@ -53,9 +52,16 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
     and LayerNorm), sparse cross-entropy (on logits when `activation` is
     None) and accuracy.
 
+    Given its `preprocessor` (and, optionally, the class names `labels`),
+    the classifier also takes raw text: `fit(texts, labels)`,
+    `evaluate`, `predict(texts)` and `predict_labels(texts)` (class names),
+    as described in `TextClassifier`; `tfnlp.export.export_classifier(
+    classifier, path)` then needs nothing else.
+
     Args:
-        vocabulary_size: int.
-        num_classes: int.
+        vocabulary_size: int; may be left out with a `preprocessor` (its
+            tokenizer's size).
+        num_classes: int; may be left out when `labels` is given.
         num_layers: int, number of `TransformerBlock`s.
         num_heads: int; must divide `hidden_dim`.
         hidden_dim: int.
@@ -66,6 +72,9 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
         num_segments: int, size of the segment table (2 for text pairs).
         activation: None (the model returns logits) or `"softmax"` (it
             returns probabilities).
+        preprocessor: optional `tfnlp.data.BertPreprocessor`, so that the
+            model takes raw text.
+        labels: optional list of class names, one per class.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Returns:
@@ -82,14 +91,25 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
     ... }).shape
     TensorShape([1, 3])
 
+    On raw text, strings in and strings out:
+
+    >>> from tfnlp import data
+    >>> vocab = list(data.SPECIAL_TOKENS) + ["good", "bad", "food"]
+    >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    >>> classifier = TransformerClassifier(preprocessor=preprocessor, labels=["neg", "pos"])
+    >>> classifier.compile()
+    >>> history = classifier.fit(["good food", "bad food"], ["pos", "neg"], epochs=2, verbose=0)
+    >>> classifier.predict_labels(["good"])[0] in ("neg", "pos")
+    True
+
     References:
         Vaswani et al., "Attention Is All You Need", 2017.
     """
 
     def __init__(
         self,
-        vocabulary_size,
-        num_classes,
+        vocabulary_size=None,
+        num_classes=None,
         num_layers=2,
         num_heads=4,
         hidden_dim=128,
@@ -98,10 +118,19 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
         pooling="mean",
         num_segments=2,
         activation=None,
+        preprocessor=None,
+        labels=None,
         **kwargs,
     ):
+        if isinstance(preprocessor, dict):
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        if vocabulary_size is None and isinstance(preprocessor, BertPreprocessor):
+            vocabulary_size = preprocessor.tokenizer.vocabulary_size()
+        if vocabulary_size is None:
+            raise ValueError("`vocabulary_size` is required (or give a `preprocessor`).")
         vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        num_classes = _validation.positive_int("num_classes", num_classes)
+        num_classes, labels = classifier_size(num_classes, labels)
+        preprocessor = checked_preprocessor(preprocessor, vocabulary_size)
         num_layers = _validation.positive_int("num_layers", num_layers)
         num_heads = _validation.positive_int("num_heads", num_heads)
         hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
@@ -183,6 +212,8 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
         self.pooling = pooling
         self.num_segments = num_segments
         self.activation = activation
+        self.preprocessor = preprocessor
+        self.labels = labels
 
     def _checked_inputs(self, inputs):
         specs = input_specs(self.vocabulary_size, self.num_segments)
@@ -190,15 +221,8 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
             "token_ids": "every text needs at least one token for the classifier to pool.",
         })
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        if optimizer == "auto":
-            optimizer = bert_adamw(1e-3)
-        if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=self.activation is None)
-        if metrics == "auto":
-            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def _default_optimizer(self):
+        return bert_adamw(1e-3)
 
     def get_config(self):
         return {
@@ -215,4 +239,5 @@ class TransformerClassifier(BuildsOptimizerFirst, StepsWaitForData, RestoresComp
             "pooling": self.pooling,
             "num_segments": self.num_segments,
             "activation": self.activation,
+            **self._text_config(),
         }

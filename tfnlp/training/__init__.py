@@ -17,6 +17,7 @@ from tfnlp.training.optimizers import bert_adamw
 from tfnlp.training.optimizers import with_loss_scaling
 from tfnlp.training.schedules import InverseSquareRootDecay
 from tfnlp.training.schedules import LinearWarmupLinearDecay
+from tfnlp.training.validation import ValidationEvaluation
 
 __all__ = [
     "AdamW",
@@ -26,6 +27,7 @@ __all__ = [
     "NO_DECAY",
     "Perplexity",
     "SmoothedSparseCategoricalCrossentropy",
+    "ValidationEvaluation",
     "attention_weights",
     "bert_adamw",
     "cluster_size",

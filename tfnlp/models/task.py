@@ -1,0 +1,146 @@
+"""The base of tfnlp's task models: the Keras workarounds, `compile("auto")`, raw-text inputs."""
+
+import keras
+import tensorflow as tf
+
+from tfnlp.models._mixins import BuildsOptimizerFirst
+from tfnlp.models._mixins import ChecksInputs
+from tfnlp.models._mixins import RestoresCompile
+from tfnlp.models._mixins import StepsWaitForData
+from tfnlp.training.optimizers import with_loss_scaling
+from tfnlp.training.validation import quiet_epoch_end
+
+
+class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+    """A Functional task model (a backbone and heads) that can also take raw text.
+
+    What every tfnlp task model shares, in one place:
+
+    - **`compile()` with defaults**: `"auto"` for `optimizer`, `loss` or
+      `metrics` takes the task's own (`_compile_defaults()`); loss scaling is
+      added under a `mixed_float16` policy.
+    - **The Keras workarounds** (`tfnlp.models._mixins`, each documented
+      there): inputs checked before Keras casts them, `compile()` restored
+      from `.keras` files, the optimizer built before tracing, training steps
+      that wait for their batch.
+    - **Raw text in** (`_text_dataset`, implemented by tasks that carry a
+      preprocessor): `fit`, `evaluate` and `predict` take texts (a list,
+      array or string tensor, or a `tf.data.Dataset` of strings) as well
+      as the token-id dicts of the model's inputs, which still work
+      unchanged. Strings are tokenized in a `tf.data` pipeline by the
+      task's preprocessor.
+    - **Quiet `fit`**: a `tf.data.Dataset` needs no `shuffle` (it shuffles
+      itself), so Keras' "`shuffle=True` was passed, but will be ignored"
+      warning is not raised for the default; and a dataset of unknown
+      length (length buckets, `filter`) ends its epochs without Keras'
+      "Your input ran out of data" warning when `steps_per_epoch` is not
+      given (that is how Keras finds the end of such a dataset; with
+      `steps_per_epoch` the warning is kept, as running out is then real).
+    """
+
+    def _compile_defaults(self):
+        """`{"optimizer": ..., "loss": ..., "metrics": ...}` used for `"auto"`."""
+        raise NotImplementedError
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        defaults = self._compile_defaults()
+        arguments = {"optimizer": optimizer, "loss": loss, "metrics": metrics}
+        for name, value in arguments.items():
+            if isinstance(value, str) and value == "auto":
+                arguments[name] = defaults[name]
+        arguments["optimizer"] = with_loss_scaling(arguments["optimizer"], self)  # mixed_float16
+        super().compile(**arguments, **kwargs)
+
+    # --- Raw text ---
+
+    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+        """`tf.data.Dataset` of model-input batches for raw-text `x`, or None if `x` is not text.
+
+        `mode` is `"fit"`, `"evaluate"` (`x`, or the dataset, comes with
+        labels) or `"predict"`. Tasks with a preprocessor override this.
+        """
+        return None
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
+        if validation_split and validation_data is None and _is_text_like(x):
+            (x, y), validation_data = _split_last(x, y, validation_split)
+            validation_split = 0.0
+        dataset = self._text_dataset(x, y, batch_size, shuffle, mode="fit")
+        if dataset is not None:
+            x, y, batch_size = dataset, None, None
+        if validation_data is not None:
+            validation_data = self._validation_dataset(validation_data, kwargs)
+        if _is_dataset(x):
+            shuffle = False  # a dataset shuffles itself; Keras would warn
+        with self._quiet(kwargs.get("steps_per_epoch")):
+            return super().fit(
+                x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                validation_split=validation_split, validation_data=validation_data,
+                shuffle=shuffle, **kwargs,
+            )
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", **kwargs):
+        dataset = self._text_dataset(x, y, batch_size, shuffle=False, mode="evaluate")
+        if dataset is not None:
+            x, y, batch_size = dataset, None, None
+        with self._quiet(kwargs.get("steps")):
+            return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", **kwargs):
+        dataset = self._text_dataset(x, None, batch_size, shuffle=False, mode="predict")
+        if dataset is not None:
+            x, batch_size = dataset, None
+        with self._quiet(kwargs.get("steps")):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
+
+    def _validation_dataset(self, validation_data, kwargs):
+        if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
+            return validation_data
+        x, y = validation_data
+        dataset = self._text_dataset(x, y, kwargs.get("validation_batch_size"), shuffle=False,
+                                     mode="evaluate")
+        if dataset is None:
+            return validation_data
+        kwargs.pop("validation_batch_size", None)
+        return dataset
+
+    _quiet = staticmethod(quiet_epoch_end)
+
+
+def _is_dataset(x):
+    return isinstance(x, tf.data.Dataset)
+
+
+def is_pair(x):
+    """Whether `x` is a text pair `(texts_a, texts_b)`: a tuple of two batches (a list is a batch)."""
+    return isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], (str, bytes))
+
+
+def _is_text_like(x):
+    """Python or NumPy texts (or a pair of them): what `_split_last` can cut."""
+    if is_pair(x):
+        return all(_is_text_like(part) for part in x)
+    if isinstance(x, list):
+        return bool(x) and all(isinstance(t, (str, bytes)) for t in x)
+    dtype = getattr(x, "dtype", None)
+    return getattr(dtype, "kind", None) in ("U", "S", "O")
+
+
+def _split_last(x, y, fraction):
+    """`((x, y) train, (x, y) validation)`: the last `fraction` held out, as Keras' `validation_split`."""
+    def cut(values, start, stop):
+        if is_pair(values):
+            return tuple(cut(v, start, stop) for v in values)
+        return values[start:stop]
+
+    if not 0 < fraction < 1:
+        raise ValueError(f"`validation_split` must be in (0, 1), got {fraction}.")
+    count = len(x[0]) if is_pair(x) else len(x)
+    split = int(count * (1 - fraction))
+    if not 0 < split < count:
+        raise ValueError(
+            f"`validation_split` {fraction} of {count} examples leaves no training or no "
+            "validation example."
+        )
+    return (cut(x, 0, split), cut(y, 0, split)), (cut(x, split, None), cut(y, split, None))
