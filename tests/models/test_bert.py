@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tests.harness import assert_allclose
-from tfnlp import layers, models
+from tfnlp import data, datasets, layers, models
 from tfnlp.models import bert_backbone
 
 RNG = np.random.default_rng(0)
@@ -51,11 +51,11 @@ def test_presets_have_the_released_shapes():
     }
 
 
-@pytest.mark.parametrize("model_name", ["backbone", "pretrainer", "classifier"])
+@pytest.mark.parametrize("model_name", ["backbone", "pretrainer", "pretrainer_mlm_only", "classifier"])
 def test_config_round_trip_and_safe_mode_reload(tmp_path, backbone, model_name):
     x = _inputs()
-    if model_name == "pretrainer":
-        model = models.BertPretrainer(backbone)
+    if model_name.startswith("pretrainer"):
+        model = models.BertPretrainer(backbone, next_sentence=model_name == "pretrainer")
         x["masked_positions"] = np.array([[1, 2], [3, 4], [0, 1]], "int32")
     elif model_name == "classifier":
         model = models.BertClassifier(backbone, num_classes=3)
@@ -69,8 +69,10 @@ def test_config_round_trip_and_safe_mode_reload(tmp_path, backbone, model_name):
     model.save(path)
     restored = keras.saving.load_model(path, safe_mode=True)
     assert_allclose(restored(x), model(x), atol=0.0)
-    if model_name == "pretrainer":
+    if model_name.startswith("pretrainer"):
         assert restored.masked_lm_head.token_embedding is restored.backbone.token_embedding
+        assert restored.get_config() == model.get_config() == rebuilt.get_config()
+        assert sorted(restored(x)) == sorted(model.output_names) == sorted(rebuilt.output_names)
 
 
 def test_padding_does_not_change_real_tokens(backbone):
@@ -101,6 +103,51 @@ def test_tied_weights_are_shared_not_copied(backbone):
     assert len(ids) == len(pretrainer.weights)
     assert id(backbone.token_embedding.embeddings) in ids
     assert pretrainer.count_params() - backbone.count_params() == (128 * 128 + 128) + 2 * 128 + 300 + (128 * 2 + 2)
+
+
+def test_pretrainer_without_next_sentence_head(backbone):
+    full = models.BertPretrainer(backbone)
+    mlm_only = models.BertPretrainer(backbone, next_sentence=False)
+    assert mlm_only.next_sentence_head is None and mlm_only.output_names == ["mlm"]
+    assert full.count_params() - mlm_only.count_params() == 128 * 2 + 2  # the Dense(2) head
+    assert mlm_only.get_config()["next_sentence"] is False and full.get_config()["next_sentence"] is True
+    # The same backbone and masked-LM weights give the same masked-LM logits.
+    mlm_only.masked_lm_head.set_weights(full.masked_lm_head.get_weights())
+    x = {**_inputs(), "masked_positions": np.array([[1, 5, 7], [0, 2, 3], [4, 4, 1]], "int32")}
+    outputs = mlm_only(x)
+    assert list(outputs) == ["mlm"]
+    assert_allclose(outputs["mlm"], full(x)["mlm"], atol=0.0)
+    mlm_only.compile()
+    assert list(mlm_only.loss) == ["mlm"]
+
+
+def test_pretrainer_without_next_sentence_fits_full_sentence_batches(tmp_path, corpus_vocabulary):
+    tokenizer = data.WordPieceTokenizer(corpus_vocabulary)
+    documents = datasets.load_documents("en_novels", "validation").take(3)
+    batches = data.bert_pretraining_dataset(
+        documents, tokenizer, 32, max_predictions_per_seq=5, batch_size=4, next_sentence=False
+    ).map(models.pretraining_batch)
+    x, y, weights = next(iter(batches))
+    assert list(y) == list(weights) == ["mlm"]
+    backbone = models.BertBackbone.from_preset(
+        "bert_tiny", vocabulary_size=tokenizer.vocabulary_size(), max_sequence_length=32
+    )
+    pretrainer = models.BertPretrainer(backbone, next_sentence=False)
+    pretrainer.compile()
+    before = backbone.token_embedding.embeddings.numpy().copy()
+    history = pretrainer.fit(batches.take(1), verbose=0)
+    assert set(history.history) == {"loss", "mlm_accuracy"}
+    assert np.isfinite(history.history["loss"]).all()
+    assert not np.allclose(before, backbone.token_embedding.embeddings.numpy())
+    path = str(tmp_path / "pretrainer.keras")
+    pretrainer.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert_allclose(restored(x), pretrainer(x), atol=0.0)
+    assert int(restored.optimizer.iterations.numpy()) == 1
+    np.testing.assert_allclose(
+        restored.evaluate(x, y, sample_weight=weights, verbose=0),
+        pretrainer.evaluate(x, y, sample_weight=weights, verbose=0), rtol=1e-6,
+    )
 
 
 def test_pretrainer_and_classifier_train_a_step_under_xla(backbone):

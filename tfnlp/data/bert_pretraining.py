@@ -1,4 +1,5 @@
-"""BERT pretraining inputs: next-sentence pairs and masked-LM examples, in-graph."""
+"""BERT pretraining inputs, in-graph: next-sentence pairs or RoBERTa's full-sentence
+segments, and their masked-LM examples."""
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -142,6 +143,160 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
     return static_tuning(examples.map(choose, num_parallel_calls=tf.data.AUTOTUNE))
 
 
+# Documents packed per step of the sequential `Dataset.scan` that packs the
+# corpus: one document per step packed short texts (20,000 Bible verses, on a
+# 2-core CPU) 3-4x slower.
+_DOCUMENTS_PER_STEP = 64
+
+
+def _sentence_pieces(documents, tokenizer, piece_length):
+    """Tokenizes documents `(G, None)` into sentence pieces, marking each document's first.
+
+    Empty sentences give no piece; a sentence of `n > piece_length` tokens
+    gives `ceil(n / piece_length)` pieces, all but the last of exactly
+    `piece_length` tokens. Returns the pieces `(N, None)` and `starts`
+    `(N,)`: whether a piece is the first of its document.
+    """
+    ids = tokenizer(documents)  # (G, sentences, tokens)
+    sentences = ids.values  # (S, None)
+    lengths = sentences.row_lengths()
+    piece_length = tf.cast(piece_length, lengths.dtype)
+    count = (lengths + piece_length - 1) // piece_length  # pieces of each sentence
+    in_sentence = tf.ragged.range(lengths).flat_values // piece_length
+    pieces = tf.RaggedTensor.from_value_rowids(
+        sentences.flat_values,
+        tf.repeat(tf.cumsum(count, exclusive=True), lengths) + in_sentence,
+        nrows=tf.reduce_sum(count),
+    )
+    document = tf.repeat(ids.value_rowids(), count)  # (N,)
+    starts = tf.concat([[True], document[1:] != document[:-1]], 0)[: tf.size(document)]
+    return pieces, starts
+
+
+def _greedy_segment_ids(lengths, starts, segment_length, used):
+    """Segment index of each piece, packed greedily behind `used` tokens, and its `[SEP]`.
+
+    A piece that starts a document needs a `[SEP]` before it to join a
+    non-empty segment; a piece that does not fit starts the next segment
+    (without the `[SEP]`). Returns the segment ids (0: the open segment)
+    and whether a `[SEP]` goes before each piece.
+    """
+
+    def step(state, piece):
+        segment, used, _ = state
+        length, starts = piece
+        separator = tf.cast(starts & (used > 0), length.dtype)
+        start_new = (used > 0) & (used + separator + length > segment_length)
+        return (
+            tf.where(start_new, segment + 1, segment),
+            tf.where(start_new, length, used + separator + length),
+            (separator > 0) & ~start_new,
+        )
+
+    zero = tf.zeros([], lengths.dtype)
+    segment_ids, _, separated = tf.scan(
+        step, (lengths, starts), initializer=(zero, used, tf.constant(False))
+    )
+    return segment_ids, separated
+
+
+def _pack_after(carried, pieces, starts, segment_length, sep_id):
+    """Packs pieces greedily after the open segment `carried` (1-D).
+
+    Returns the segments `(N, None)`: all closed but the last, the new open
+    one (empty only if `carried` and `pieces` both are).
+    """
+    segment_ids, separated = _greedy_segment_ids(
+        pieces.row_lengths(), starts, tf.cast(segment_length, tf.int64),
+        tf.size(carried, out_type=tf.int64),
+    )
+    separators = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(tf.cast(separated, tf.int32))], tf.cast(sep_id, carried.dtype)),
+        tf.cast(separated, tf.int64),
+    )
+    pieces = tf.concat([separators, pieces], axis=1)  # a document's [SEP] before its first piece
+    return tf.RaggedTensor.from_value_rowids(
+        tf.concat([carried, pieces.flat_values], 0),
+        tf.concat(
+            [tf.zeros(tf.shape(carried), tf.int64), tf.repeat(segment_ids, pieces.row_lengths())], 0
+        ),
+        nrows=tf.reduce_max(tf.concat([[0], segment_ids], 0)) + 1,
+    )
+
+
+def _full_sentence_segments(documents, tokenizer, segment_length, seed=0, shuffle_buffer=10_000):
+    """RoBERTa's FULL-SENTENCES inputs: the corpus cut in segments of whole sentences.
+
+    The documents are read as one stream of sentences, in order, with a
+    `[SEP]` between two documents, and packed greedily: a segment takes the
+    next sentence while it fits in `segment_length` tokens (the `[SEP]`
+    before a document's first sentence counts; at a cut it is dropped). A
+    sentence longer than `segment_length` is cut in pieces of
+    `segment_length` tokens (the last one shorter, packed like a sentence).
+    Every token of the corpus is in exactly one segment; empty sentences and
+    documents add nothing (no doubled `[SEP]`). Tokenization runs in
+    parallel, the packing in corpus order (`Dataset.scan`, a few documents
+    at a time); `shuffle_buffer` segments are then shuffled at once, seeded
+    as in `next_sentence_pairs`.
+
+    Args:
+        documents: `tf.data.Dataset` of 1-D `tf.string` tensors (sentences of
+            one document, in order).
+        tokenizer: a `WordPieceTokenizer`.
+        segment_length: int, the most tokens per segment (`L - 2` for
+            packed length `L`).
+        seed: int.
+        shuffle_buffer: int, segments shuffled at once (0 to keep corpus order).
+
+    Returns:
+        `tf.data.Dataset` of dicts: `segment` (int32 1-D).
+
+    Example (8 tokens per segment; a letter is a token):
+
+    >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrs"]
+    >>> documents = tf.data.Dataset.from_generator(
+    ...     lambda: iter([["a b", "c d"], ["e f g", "h i j k l m n o p q"], [], ["r s"]]),
+    ...     output_signature=tf.TensorSpec([None], tf.string))
+    >>> segments = _full_sentence_segments(
+    ...     documents, tfnlp.data.WordPieceTokenizer(vocabulary), 8, shuffle_buffer=0)
+    >>> for s in segments.as_numpy_iterator():
+    ...     print(" ".join(vocabulary[i] for i in s["segment"]))
+    a b c d [SEP] e f g
+    h i j k l m n o
+    p q [SEP] r s
+    """
+    segment_length = _validation.positive_int("segment_length", segment_length)
+    sep_id = tokenizer.sep_id
+
+    @tf.autograph.experimental.do_not_convert
+    def pieces(group):
+        return (*_sentence_pieces(group, tokenizer, segment_length), False)
+
+    @tf.autograph.experimental.do_not_convert
+    def pack(carried, group):
+        group_pieces, starts, is_end = group
+        segments = _pack_after(carried, group_pieces, starts, segment_length, sep_id)
+        closed = segments[: segments.nrows() - 1 + tf.cast(is_end, tf.int64)]
+        closed = tf.ragged.boolean_mask(closed, closed.row_lengths() > 0)
+        return dense_row(segments[-1]), closed
+
+    # A last group without pieces marks the end of the corpus: the open segment closes.
+    no_pieces = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
+    end = tf.data.Dataset.from_tensors((no_pieces, tf.zeros([0], tf.bool), True))
+    segments = (
+        documents.ragged_batch(_DOCUMENTS_PER_STEP)
+        .map(pieces, num_parallel_calls=tf.data.AUTOTUNE)
+        .concatenate(end)
+        .scan(tf.zeros([0], tf.int32), pack)
+        .flat_map(tf.data.Dataset.from_tensor_slices)
+    )
+    if shuffle_buffer:
+        segments = segments.shuffle(shuffle_buffer, seed=seed)
+    return static_tuning(
+        segments.map(tf.autograph.experimental.do_not_convert(lambda s: {"segment": dense_row(s)}))
+    )
+
+
 class _StatelessMaskValues(tf_text.MaskValuesChooser):
     """80% `[MASK]`, 10% random token, 10% unchanged, from a stateless seed."""
 
@@ -194,6 +349,58 @@ def _pad(values, length):
     return padded[0], mask[0]
 
 
+def _masked_lm_example(token_ids, segment_ids, row_seed, tokenizer, continuation, sequence_length,
+                       max_predictions, masking_rate, whole_word_masking):
+    """Masks one packed example `(1, None)` and pads it: BERT's masked-LM inputs and targets."""
+    special_ids = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
+    items = token_ids
+    flat = token_ids.flat_values
+    if whole_word_masking:
+        starts = tf.where(~tf.gather(continuation, flat))[:, 0]
+        words = tf.RaggedTensor.from_row_starts(flat, starts)
+        items = tf.RaggedTensor.from_row_lengths(words, [words.nrows()])
+    masked, positions, originals = tf_text.mask_language_model(
+        items,
+        item_selector=tf_text.RandomItemSelector(
+            max_predictions,
+            selection_rate=masking_rate,
+            unselectable_ids=special_ids,
+            shuffle_fn=_stateless_shuffle(row_seed + 2),
+        ),
+        mask_values_chooser=_StatelessMaskValues(
+            tokenizer.vocabulary_size(), tokenizer.mask_id, row_seed + 4
+        ),
+    )
+    # Whole words can push the count past P. The word that crosses P and
+    # those after it are dropped whole, their tokens back to the
+    # originals: no unlabelled [MASK], no word masked in part.
+    selected = positions.flat_values
+    keep = _whole_items_within(
+        _word_indices(flat, continuation, selected) if whole_word_masking else selected,
+        max_predictions,
+    )
+    masked = masked.with_flat_values(
+        tf.tensor_scatter_nd_update(
+            masked.flat_values, tf.cast(selected[keep:, None], tf.int32),
+            originals.flat_values[keep:],
+        )
+    )
+    positions = tf.RaggedTensor.from_row_lengths(selected[:keep], [keep])
+    originals = tf.RaggedTensor.from_row_lengths(originals.flat_values[:keep], [keep])
+    token_ids, padding_mask = _pad(masked, sequence_length)
+    segment_ids, _ = _pad(segment_ids, sequence_length)
+    positions, weights = _pad(positions, max_predictions)
+    originals, _ = _pad(originals, max_predictions)
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+        "masked_positions": positions,
+        "masked_ids": originals,
+        "masked_weights": weights,
+    }
+
+
 def bert_pretraining_dataset(
     documents,
     tokenizer,
@@ -205,8 +412,9 @@ def bert_pretraining_dataset(
     seed=0,
     shuffle_buffer=10_000,
     random_next_probability=0.5,
+    next_sentence=True,
 ):
-    """BERT pretraining batches: packed sentence pairs with masked-LM targets.
+    """BERT pretraining batches: packed sentence pairs (or full sentences) with masked-LM targets.
 
     documents -> `next_sentence_pairs` (segments of `(L - 3) // 2` tokens) ->
     `[CLS] A [SEP] B [SEP]` truncated longest-first to `L = sequence_length`
@@ -215,6 +423,23 @@ def bert_pretraining_dataset(
     `max_predictions_per_seq`), of which 80% become `[MASK]`, 10% a random
     token, 10% stay. With `whole_word_masking` the selection picks words,
     all of whose pieces are masked together.
+
+    With `next_sentence=False` the inputs are RoBERTa's FULL-SENTENCES
+    (masked LM only, for corpora of independent texts): the corpus is read
+    as one stream of sentences with a `[SEP]` between documents, and cut
+    greedily into segments of whole sentences of at most `L - 2` tokens, each
+    example `[CLS] segment [SEP]` with `segment_ids` all 0. A `[SEP]` that
+    falls at a cut is dropped; a sentence longer than `L - 2` tokens is cut
+    in pieces. Every token of the corpus is in exactly one example. With
+    `L = 10` (segments of 8 tokens; a letter is a token):
+
+        documents: ["a b", "c d"], ["e f g", "h i j k l m n o p q"], ["r s"]
+        examples:  [CLS] a b c d [SEP] e f g [SEP]
+                   [CLS] h i j k l m n o [SEP]    (a sentence of 10: cut)
+                   [CLS] p q [SEP] r s [SEP]
+
+    The masking is the same (the document `[SEP]`s are never selected), and
+    the batches have no `next_sentence_labels`.
 
     Everything is in-graph and statically shaped (`drop_remainder=True`), so
     the dataset feeds TPUs and XLA-compiled steps. Masking randomness is
@@ -236,15 +461,19 @@ def bert_pretraining_dataset(
         masking_rate: float in (0, 1), fraction of tokens selected.
         whole_word_masking: bool.
         seed: int.
-        shuffle_buffer: int, pairs shuffled at once (0: corpus order).
+        shuffle_buffer: int, pairs (or segments) shuffled at once (0: corpus
+            order).
         random_next_probability: float, the rate of random second segments
-            (see `next_sentence_pairs`).
+            (see `next_sentence_pairs`); unused without `next_sentence`.
+        next_sentence: bool, sentence pairs with next-sentence labels (BERT);
+            False for full-sentence segments and masked LM only (RoBERTa).
 
     Returns:
         `tf.data.Dataset` of dicts of int32 tensors: `token_ids`,
         `segment_ids`, `padding_mask` `(B, L)`; `masked_positions`,
         `masked_ids` (the original tokens), `masked_weights` (1 for real
-        predictions, 0 for padding) `(B, P)`; `next_sentence_labels` `(B,)`.
+        predictions, 0 for padding) `(B, P)`; with `next_sentence`, also
+        `next_sentence_labels` `(B,)`.
 
     Example:
 
@@ -256,6 +485,11 @@ def bert_pretraining_dataset(
     ...     max_predictions_per_seq=10, batch_size=8)
     >>> {k: tuple(v.shape) for k, v in batches.element_spec.items()}["masked_ids"]
     (8, 10)
+    >>> full_sentences = bert_pretraining_dataset(
+    ...     documents, data.WordPieceTokenizer(vocab), sequence_length=64,
+    ...     max_predictions_per_seq=10, batch_size=8, next_sentence=False)
+    >>> "next_sentence_labels" in full_sentences.element_spec
+    False
     """
     sequence_length = _validation.positive_int("sequence_length", sequence_length)
     if sequence_length < 5:
@@ -263,69 +497,40 @@ def bert_pretraining_dataset(
     max_predictions = _validation.positive_int("max_predictions_per_seq", max_predictions_per_seq)
     batch_size = _validation.positive_int("batch_size", batch_size)
     masking_rate = _validation.fraction("masking_rate", masking_rate)
-    special_ids = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
     packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     continuation = tf.constant([t.startswith("##") for t in tokenizer.get_vocabulary()])
-    pairs = next_sentence_pairs(
-        documents, tokenizer, (sequence_length - 3) // 2, seed=seed, shuffle_buffer=shuffle_buffer,
-        random_next_probability=random_next_probability,
-    )
 
-    @tf.autograph.experimental.do_not_convert
-    def example(index, pair):
-        row_seed = tf.stack([seed, tf.cast(index, tf.int32)])
+    def masked_example(index, segments):
         token_ids, segment_ids = packer.combine(
-            [tf.RaggedTensor.from_tensor(pair[k][None]) for k in ("segment_a", "segment_b")]
+            [tf.RaggedTensor.from_tensor(segment[None]) for segment in segments]
         )
-        items = token_ids
-        flat = token_ids.flat_values
-        if whole_word_masking:
-            starts = tf.where(~tf.gather(continuation, flat))[:, 0]
-            words = tf.RaggedTensor.from_row_starts(flat, starts)
-            items = tf.RaggedTensor.from_row_lengths(words, [words.nrows()])
-        masked, positions, originals = tf_text.mask_language_model(
-            items,
-            item_selector=tf_text.RandomItemSelector(
-                max_predictions,
-                selection_rate=masking_rate,
-                unselectable_ids=special_ids,
-                shuffle_fn=_stateless_shuffle(row_seed + 2),
-            ),
-            mask_values_chooser=_StatelessMaskValues(
-                tokenizer.vocabulary_size(), tokenizer.mask_id, row_seed + 4
-            ),
+        return _masked_lm_example(
+            token_ids, segment_ids, tf.stack([seed, tf.cast(index, tf.int32)]), tokenizer,
+            continuation, sequence_length, max_predictions, masking_rate, whole_word_masking,
         )
-        # Whole words can push the count past P. The word that crosses P and
-        # those after it are dropped whole, their tokens back to the
-        # originals: no unlabelled [MASK], no word masked in part.
-        selected = positions.flat_values
-        keep = _whole_items_within(
-            _word_indices(flat, continuation, selected) if whole_word_masking else selected,
-            max_predictions,
-        )
-        masked = masked.with_flat_values(
-            tf.tensor_scatter_nd_update(
-                masked.flat_values, tf.cast(selected[keep:, None], tf.int32),
-                originals.flat_values[keep:],
-            )
-        )
-        positions = tf.RaggedTensor.from_row_lengths(selected[:keep], [keep])
-        originals = tf.RaggedTensor.from_row_lengths(originals.flat_values[:keep], [keep])
-        token_ids, padding_mask = _pad(masked, sequence_length)
-        segment_ids, _ = _pad(segment_ids, sequence_length)
-        positions, weights = _pad(positions, max_predictions)
-        originals, _ = _pad(originals, max_predictions)
-        return {
-            "token_ids": token_ids,
-            "segment_ids": segment_ids,
-            "padding_mask": padding_mask,
-            "masked_positions": positions,
-            "masked_ids": originals,
-            "masked_weights": weights,
-            "next_sentence_labels": pair["next_sentence_label"],
-        }
 
-    examples = pairs.enumerate().map(example, num_parallel_calls=tf.data.AUTOTUNE)
+    if next_sentence:
+        inputs = next_sentence_pairs(
+            documents, tokenizer, (sequence_length - 3) // 2, seed=seed,
+            shuffle_buffer=shuffle_buffer, random_next_probability=random_next_probability,
+        )
+
+        @tf.autograph.experimental.do_not_convert
+        def example(index, pair):
+            return {
+                **masked_example(index, (pair["segment_a"], pair["segment_b"])),
+                "next_sentence_labels": pair["next_sentence_label"],
+            }
+    else:
+        inputs = _full_sentence_segments(
+            documents, tokenizer, sequence_length - 2, seed=seed, shuffle_buffer=shuffle_buffer
+        )
+
+        @tf.autograph.experimental.do_not_convert
+        def example(index, segment):
+            return masked_example(index, (segment["segment"],))
+
+    examples = inputs.enumerate().map(example, num_parallel_calls=tf.data.AUTOTUNE)
     examples = examples.map(
         tf.autograph.experimental.do_not_convert(lambda x: {k: tf.cast(v, tf.int32) for k, v in x.items()})
     )

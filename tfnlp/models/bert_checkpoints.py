@@ -121,10 +121,13 @@ def _targets(backbone, pretrainer=None):
             "cls/predictions/transform/LayerNorm/gamma": (head._norm.gamma, same),
             "cls/predictions/transform/LayerNorm/beta": (head._norm.beta, same),
             "cls/predictions/output_bias": (head.output_bias, same),
-            # Google stores the NSP kernel as (2, H).
-            "cls/seq_relationship/output_weights": (pretrainer.next_sentence_head.kernel, transpose),
-            "cls/seq_relationship/output_bias": (pretrainer.next_sentence_head.bias, same),
         })
+        nsp = pretrainer.next_sentence_head  # None for masked-LM-only pretraining
+        if nsp is not None:
+            targets.update({  # Google stores the NSP kernel as (2, H)
+                "cls/seq_relationship/output_weights": (nsp.kernel, transpose),
+                "cls/seq_relationship/output_bias": (nsp.bias, same),
+            })
     return targets
 
 
