@@ -13,6 +13,7 @@ Exports the fine-tuned classifier as a SavedModel that takes raw text.
 
 import argparse
 import json
+import math
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -41,26 +42,24 @@ def tfidf_baseline(train, test):
 
 def train_classifier(backbone, preprocessor, args, seed, run_name):
     keras.utils.set_random_seed(seed)
-    train = data.classification_dataset(
-        datasets.load_fine_food_reviews("train"), preprocessor, args.batch_size,
-        shuffle_buffer=4096, seed=seed,
+    def split(name):  # texts and label names: the classifier tokenizes them itself
+        examples = datasets.read_fine_food_reviews(name)
+        return [t for t, _ in examples], [datasets.FINE_FOOD_LABELS[y] for _, y in examples]
+
+    texts, labels = split("train")
+    steps = args.epochs * math.ceil(len(texts) / args.batch_size)
+    classifier = models.BertClassifier(
+        backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS)
     )
-    validation = data.classification_dataset(
-        datasets.load_fine_food_reviews("validation"), preprocessor, args.batch_size,
-        drop_remainder=False,
-    )
-    steps = args.epochs * (3606 // args.batch_size)
-    classifier = models.BertClassifier(backbone, num_classes=2)
     classifier.compile(
         optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps))
     )
     callbacks = [keras.callbacks.TensorBoard(os.path.join(args.logs, run_name))]
-    classifier.fit(train, validation_data=validation, epochs=args.epochs, verbose=2, callbacks=callbacks,
-                   shuffle=False)  # the pipeline shuffles (Keras 3.15 warns at its default True)
-    test = data.classification_dataset(
-        datasets.load_fine_food_reviews("test"), preprocessor, args.batch_size, drop_remainder=False
-    )
-    return classifier, classifier.evaluate(test, return_dict=True, verbose=0)["accuracy"]
+    classifier.fit(texts, labels, batch_size=args.batch_size, validation_data=split("validation"),
+                   epochs=args.epochs, verbose=2, callbacks=callbacks)
+    test = split("test")
+    return classifier, classifier.evaluate(*test, batch_size=args.batch_size, return_dict=True,
+                                           verbose=0)["accuracy"]
 
 
 def main(argv=None):
@@ -95,9 +94,7 @@ def main(argv=None):
     result["tfidf_logistic_regression"] = tfidf_baseline(
         datasets.read_fine_food_reviews("train"), datasets.read_fine_food_reviews("test")
     )
-    path = export.export_classifier(
-        classifier, args.export, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS)
-    )
+    path = export.export_classifier(classifier, args.export)  # its own preprocessor and labels
     result["saved_model"] = path
     print(json.dumps(result, indent=2))
     return result

@@ -679,9 +679,10 @@ def test_the_exception_list_names_cases_of_the_table():
 
 
 def _public_classes(module):
+    """The layers and models of `module` (not its plain data classes, e.g. `data.LabelledData`)."""
     return {
         getattr(module, name) for name in module.__all__
-        if inspect.isclass(getattr(module, name))
+        if inspect.isclass(getattr(module, name)) and issubclass(getattr(module, name), keras.layers.Layer)
     }
 
 

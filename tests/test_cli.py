@@ -97,7 +97,7 @@ def test_unknown_keys_and_wrong_types_are_refused_before_anything_runs(tmp_path,
     pretrained.mkdir()
     (pretrained / "config.json").write_text(json.dumps({"kind": "bert", "settings": {"sequence_length": 64}}))
     assert "exceeds the pretrained model's position table (64" in _error(
-        capsys, ["finetune", "--pretrained", str(pretrained), "--output", "o"])  # default 128
+        capsys, ["finetune", "--pretrained", str(pretrained), "--output", "o", "--sequence-length", "128"])
     assert not (tmp_path / "o").exists()  # nothing was started
 
 

@@ -2,6 +2,9 @@
 
 Importing `tfnlp` registers every tfnlp class with Keras, so saved `.keras`
 files load with `keras.saving.load_model` after a plain `import tfnlp`.
+(One exception: in the `tfnlp` command-line program, the subpackages are
+imported when first used, so that `tfnlp --help` and a mistyped flag answer
+at once instead of waiting seconds for TensorFlow.)
 
 Imported before TensorFlow (and Keras), `tfnlp` also chooses two settings
 that are read only then, each unless already set: the Keras backend
@@ -10,7 +13,9 @@ CPU kernels (`TF_ENABLE_ONEDNN_OPTS=1`; measured faster for every tfnlp
 model on CPUs where TensorFlow leaves them off; see `tfnlp._cpu_defaults`).
 """
 
+import importlib
 import os
+import sys
 
 from tfnlp import _cpu_defaults
 
@@ -18,14 +23,30 @@ from tfnlp import _cpu_defaults
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 _cpu_defaults.enable_onednn()
 
-from tfnlp import layers  # noqa: E402
-from tfnlp import data  # noqa: E402
-from tfnlp import datasets  # noqa: E402
-from tfnlp import generation  # noqa: E402
-from tfnlp import metrics  # noqa: E402
-from tfnlp import models  # noqa: E402
-from tfnlp import training  # noqa: E402
-from tfnlp import export  # noqa: E402
+_SUBPACKAGES = ("layers", "data", "datasets", "generation", "metrics", "models", "training", "export")
+
+
+def _command_line():
+    """Whether this process is the `tfnlp` program (the console script, or `python -m tfnlp.cli`).
+
+    `python -m` imports the package while it looks for the module, with
+    `sys.argv[0] == "-m"`: any other module run with `-m` imports tfnlp later,
+    once `sys.argv[0]` is its path.
+    """
+    main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    return os.path.basename(main) == "tfnlp" or sys.argv[:1] == ["-m"]
+
+
+def __getattr__(name):  # the command line's lazy subpackages
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"tfnlp.{name}")
+    raise AttributeError(f"module 'tfnlp' has no attribute {name!r}")
+
+
+if not _command_line():
+    for _name in _SUBPACKAGES:
+        importlib.import_module(f"tfnlp.{_name}")
+    del _name
 
 __version__ = "0.1.0"
 

@@ -7,18 +7,30 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp import data, datasets, export as export_lib, models, training
+from tfnlp import data, datasets, export as export_lib, metrics, models, training
 from tfnlp.data._tensors import dense_row
 
 BUNDLED = ("en_novels", "zh_poems")
 
 
-def read_corpus(corpus):
-    """Documents (lists of sentences) of a bundled corpus or a text file."""
+LABELLED_EXTENSIONS = (".tsv", ".csv", ".jsonl", ".json")
+
+
+def _fail(message):
+    raise SystemExit(f"tfnlp: error: {message}")
+
+
+def read_corpus(corpus, text_column="text"):
+    """Documents (lists of sentences) of a bundled corpus, a text file, or a TSV/CSV/JSONL column."""
     if corpus in BUNDLED:
         return datasets.read_documents(corpus, "train")
     if corpus == "fine_food_reviews":
         return [[text] for text, _ in datasets.read_fine_food_reviews("train")]
+    if corpus.lower().endswith(LABELLED_EXTENSIONS):  # one document per row
+        try:
+            return [[text.strip()] for text in data.read_texts(corpus, text_column)]
+        except ValueError as error:
+            _fail(f"`corpus`: {error}")
     # A line that is empty once stripped (spaces, tabs, a Windows "\r")
     # ends a document.
     documents = [[]]
@@ -46,7 +58,7 @@ def _read_lines(path):
 
 
 def vocab(settings):
-    documents = read_corpus(settings["corpus"])
+    documents = read_corpus(settings["corpus"], settings["text_column"])
     sentences = [s for d in documents for s in d]
     if settings["kind"] == "words":
         vocabulary = data.build_word_vocabulary(sentences, settings["size"])
@@ -90,7 +102,7 @@ def _save_config(paths, kind, settings, strategy, extra=None):
 
 def pretrain(model_name, settings):
     strategy, paths = _setup(settings)
-    documents = read_corpus(settings["corpus"])
+    documents = read_corpus(settings["corpus"], settings["text_column"])
     output = settings["output"]
     if model_name == "elmo":
         sentences = [s for d in documents for s in d]
@@ -129,11 +141,13 @@ def pretrain(model_name, settings):
             )
         vocabulary_path = os.path.join(output, "vocab.txt")
         tokenizer = data.WordPieceTokenizer(vocabulary)
-        # documents: 1-D tf.string
-        once = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string)).map(dense_row)
+        next_sentence = settings.get("objectives", "mlm,nsp") == "mlm,nsp"  # UniLM: n/a
+        documents, held_out = _held_out(documents, settings.get("validation_fraction", 0), settings["seed"])
         common = dict(sequence_length=settings["sequence_length"],
                       max_predictions_per_seq=settings["max_predictions"],
                       batch_size=settings["batch_size"], seed=settings["seed"], shuffle_buffer=1000)
+        if model_name == "bert":
+            common["next_sentence"] = next_sentence
         schedule = training.LinearWarmupLinearDecay(
             settings["learning_rate"], max(1, settings["steps"] // 10), settings["steps"]
         )
@@ -143,15 +157,20 @@ def pretrain(model_name, settings):
             "unilm": (data.unilm_pretraining_dataset, models.unilm_batch, models.UniLMBackbone,
                       models.UniLM),
         }[model_name]
+        once = _documents_dataset(documents)
         # The pairs come from consecutive sentence chunks of one document: a
         # corpus of one-sentence documents (fine_food_reviews: one review
         # each) gives none, and the repeated pipeline would wait forever.
         if not list(pipeline(once, tokenizer, **common).take(1)):
-            raise SystemExit(
-                f"tfnlp: error: `corpus` {settings['corpus']!r} gives no {model_name} training "
-                f"batch of {settings['batch_size']}: pretraining pairs consecutive sentences of a "
-                "document, so it needs documents of several sentences (a blank line separates "
-                "documents in a text file), enough for at least one batch."
+            hint = (" (or pretrain with --objectives mlm, which packs consecutive texts and needs "
+                    "no sentence pairs)") if model_name == "bert" else ""
+            _fail(
+                f"`corpus` {settings['corpus']!r} gives no {model_name} training batch of "
+                f"{settings['batch_size']}: pretraining pairs consecutive sentences of a document, "
+                "so it needs documents of several sentences (a blank line separates documents in "
+                f"a text file), enough for at least one batch{hint}." if next_sentence else
+                f"`corpus` {settings['corpus']!r} gives no {model_name} training batch of "
+                f"{settings['batch_size']}: it holds too little text for one batch."
             )
         dataset = pipeline(once.repeat(), tokenizer, **common).map(batch)
         with strategy.scope():
@@ -159,7 +178,8 @@ def pretrain(model_name, settings):
                 settings["preset"], vocabulary_size=len(vocabulary),
                 max_sequence_length=settings["sequence_length"],
             )
-            model = model_class(backbone)
+            model = model_class(backbone, next_sentence=next_sentence) if model_name == "bert" \
+                else model_class(backbone)
             model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
         embedding_layer, projector_vocabulary = backbone.token_embedding, vocabulary
     if training.is_chief(strategy):
@@ -167,15 +187,51 @@ def pretrain(model_name, settings):
     callbacks = []
     if model_name != "elmo":  # attention images (ELMo has no attention)
         callbacks.append(_attention_images(backbone, tokenizer, settings, paths, documents[0][0]))
+    if model_name == "bert" and held_out:
+        # Batches of at most 8, so that a small held-out share still gives some.
+        held = dict(common, shuffle_buffer=0, batch_size=min(8, settings["batch_size"]))
+        validation = pipeline(_documents_dataset(held_out), tokenizer, **held).map(batch)
+        validation = validation.take(VALIDATION_BATCHES).cache()
+        if list(validation.take(1)):
+            print(f"held out {len(held_out)} of {len(held_out) + len(documents)} documents for "
+                  "validation", flush=True)
+            callbacks.append(training.ValidationEvaluation(
+                validation, settings["validate_every"] or settings["checkpoint_every"],
+                monitor="loss", mode="min", log_dir=paths["logs"],
+            ))
+        else:
+            print(f"no validation: the {len(held_out)} held-out documents give no batch of "
+                  f"{held['batch_size']} (raise --validation-fraction)", flush=True)
     history = _fit(model, dataset, settings, paths, callbacks)
     if training.is_chief(strategy):
         model.save(paths["model"])
+        if model_name != "elmo":  # the encoder alone, for fine-tuning in Python
+            backbone.save(os.path.join(output, "backbone.keras"))
         training.write_embedding_projector(
             os.path.join(paths["logs"], "projector"), embedding_layer, projector_vocabulary
         )
     _save_config(paths, model_name, settings, strategy, {"vocabulary": os.path.basename(vocabulary_path)})
     _report(history, paths)
     return 0
+
+
+VALIDATION_BATCHES = 50  # at most, of held-out pretraining data (cached: the same masks each time)
+
+
+def _documents_dataset(documents):
+    """Documents (lists of sentences) as a dataset of 1-D `tf.string` tensors."""
+    return tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.string)).map(dense_row)
+
+
+def _held_out(documents, fraction, seed):
+    """`(training documents, held-out documents)`: `fraction` of them, at least 1, chosen at random."""
+    if not fraction or len(documents) < 2:
+        return documents, []
+    order = np.random.default_rng(seed).permutation(len(documents))
+    count = min(len(documents) - 1, max(1, round(fraction * len(documents))))
+    held = set(order[:count].tolist())
+    return ([d for i, d in enumerate(documents) if i not in held],
+            [d for i, d in enumerate(documents) if i in held])
 
 
 def _attention_images(backbone, tokenizer, settings, paths, probe):
@@ -203,49 +259,260 @@ def _pretrained(directory, kinds):
     return config
 
 
+def _labelled(settings, name, path, label_names=None):
+    """`data.read_labelled` of a `--train`/`--validation`/`--test` file; its errors end the command."""
+    pair = settings["text_pair_column"] or None
+    try:
+        return data.read_labelled(path, settings["text_column"], settings["label_column"],
+                                  text_pair_column=pair, label_names=label_names)
+    except (ValueError, OSError) as error:
+        _fail(f"`{name}`: {error}")
+
+
+def _finetune_data(settings):
+    """`(train, validation, test or None)` `LabelledData`: files, or the bundled reviews."""
+    if settings["train"] == "fine_food_reviews":
+        labels = list(datasets.FINE_FOOD_LABELS)
+
+        def split(name):
+            examples = datasets.read_fine_food_reviews(name)
+            return data.LabelledData([t for t, _ in examples], None, [y for _, y in examples], labels,
+                                     f"fine_food_reviews:{name}")
+
+        train, validation, test = split("train"), split("validation"), split("test")
+        if settings["validation"]:
+            validation = _labelled(settings, "validation", settings["validation"], labels)
+        if settings["test"]:
+            test = _labelled(settings, "test", settings["test"], labels)
+        return train, validation, test
+    train = _labelled(settings, "train", settings["train"])
+    names = train.label_names
+    if settings["validation"]:
+        validation = _labelled(settings, "validation", settings["validation"], names)
+    else:  # held out from the training file, at random
+        order = np.random.default_rng(settings["seed"]).permutation(len(train))
+        count = max(1, round(settings["validation_fraction"] * len(train)))
+        if count >= len(train):
+            _fail(f"`train` {settings['train']!r} has {len(train)} examples: too few to hold out "
+                  "a validation split; give --validation.")
+        validation, train = _subset(train, order[:count]), _subset(train, order[count:])
+    test = _labelled(settings, "test", settings["test"], names) if settings["test"] else None
+    return train, validation, test
+
+
+def _subset(examples, indices):
+    indices = sorted(int(i) for i in indices)
+    pairs = examples.text_pairs
+    return data.LabelledData(
+        [examples.texts[i] for i in indices], None if pairs is None else [pairs[i] for i in indices],
+        examples.labels[indices], examples.label_names, examples.path,
+    )
+
+
+def _lengths(settings, tokenizer, train, longest):
+    """`(sequence_length, bucket_boundaries)`: as set, or from the training examples' lengths."""
+    suggested = data.suggest_sequence_length(tokenizer, train.texts, train.text_pairs,
+                                             max_length=longest)
+    shown = ", ".join(f"{p}th {n}" for p, n in suggested["percentiles"].items())
+    print(f"training examples' lengths in tokens ([CLS] and [SEP] included): {shown}", flush=True)
+    length = settings["sequence_length"] or suggested["sequence_length"]
+    buckets = settings["bucket_boundaries"]
+    if buckets == "auto":
+        buckets = [b for b in suggested["bucket_boundaries"] if b < length]
+    elif buckets == "none":
+        buckets = []
+    elif any(b >= length for b in buckets):
+        _fail(f"`bucket_boundaries` {buckets} must all be below `sequence_length` ({length}).")
+    print(f"sequence_length {length}, bucket boundaries {buckets or 'none'}", flush=True)
+    return length, buckets
+
+
 def finetune(settings):
     strategy, paths = _setup(settings)
-    pretrained = _pretrained(settings["pretrained"], ("bert",))
-    vocabulary = _read_lines(os.path.join(settings["pretrained"], pretrained["vocabulary"]))
-    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), settings["sequence_length"])
-    reviews = datasets.load_fine_food_reviews("train").repeat()
+    train, validation, test = _finetune_data(settings)
+    bert = settings["model"] == "bert"
+    if bert:
+        pretrained = _pretrained(settings["pretrained"], ("bert",))
+        vocabulary = _read_lines(os.path.join(settings["pretrained"], pretrained["vocabulary"]))
+        longest = pretrained["settings"]["sequence_length"]
+    else:
+        if settings["vocabulary"]:
+            vocabulary = _read_lines(settings["vocabulary"])
+        else:
+            vocabulary = data.learn_wordpiece_vocabulary(
+                train.texts + (train.text_pairs or []), settings["vocabulary_size"], progress=False
+            )
+        longest = 512
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    length, buckets = _lengths(settings, tokenizer, train, longest)
+    preprocessor = data.BertPreprocessor(tokenizer, length)
+    batch_size = settings["batch_size"]
+    per_epoch = max(1, len(train) // batch_size)
+    steps = settings["steps"] or settings["epochs"] * per_epoch
+    print(f"{len(train)} training, {len(validation)} validation examples, "
+          f"{len(train.label_names)} classes; {steps} steps of {batch_size} "
+          f"({steps / per_epoch:.1f} epochs)", flush=True)
     dataset = data.classification_dataset(
-        reviews, preprocessor, settings["batch_size"], shuffle_buffer=4000, seed=settings["seed"]
+        train.as_dataset(), preprocessor, batch_size, shuffle_buffer=len(train),
+        seed=settings["seed"], bucket_boundaries=buckets or None,
+    ).repeat()
+    held_out = data.classification_dataset(
+        validation.as_dataset(), preprocessor, batch_size, drop_remainder=False,
+        bucket_boundaries=buckets or None,
     )
     with strategy.scope():
-        pretrainer = keras.saving.load_model(
-            os.path.join(settings["pretrained"], "model.keras"), safe_mode=True, compile=False
-        )
-        # The .keras file keeps the dtype policy it was pretrained with;
-        # `--dtype` applies to the fine-tuned model, so the backbone is
-        # rebuilt in it and given the pretrained weights.
-        config = dict(pretrainer.backbone.get_config(), dtype=settings["dtype"])
-        backbone = models.BertBackbone.from_config(config)
-        backbone.set_weights(pretrainer.backbone.get_weights())
-        model = models.BertClassifier(backbone, num_classes=len(datasets.FINE_FOOD_LABELS))
-        schedule = training.LinearWarmupLinearDecay(
-            settings["learning_rate"], max(1, settings["steps"] // 10), settings["steps"]
-        )
+        if bert:
+            pretrainer = keras.saving.load_model(
+                os.path.join(settings["pretrained"], "model.keras"), safe_mode=True, compile=False
+            )
+            # The .keras file keeps the dtype policy it was pretrained with;
+            # `--dtype` applies to the fine-tuned model, so the backbone is
+            # rebuilt in it and given the pretrained weights.
+            config = dict(pretrainer.backbone.get_config(), dtype=settings["dtype"])
+            backbone = models.BertBackbone.from_config(config)
+            backbone.set_weights(pretrainer.backbone.get_weights())
+            model = models.BertClassifier(backbone, preprocessor=preprocessor, labels=train.label_names)
+        else:
+            model = models.TransformerClassifier(preprocessor=preprocessor, labels=train.label_names,
+                                                 num_segments=2 if train.text_pairs else 1)
+        learning_rate = settings["learning_rate"] or _default_learning_rate(model)
+        print(f"peak learning rate {learning_rate:g}", flush=True)
+        schedule = training.LinearWarmupLinearDecay(learning_rate, max(1, steps // 10), steps)
         model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
     if training.is_chief(strategy):
         _write_lines(os.path.join(settings["output"], "vocab.txt"), vocabulary)
-    probe = "Great coffee, fresh and strong; I would buy it again."
-    history = _fit(model, dataset, settings, paths,
-                   [_attention_images(backbone, preprocessor.tokenizer, settings, paths, probe)])
-    test = data.classification_dataset(
-        datasets.load_fine_food_reviews("test"), preprocessor, settings["batch_size"], drop_remainder=False
-    )
-    labels = np.concatenate([y.numpy() for _, y in test])
-    predictions = np.argmax(model.predict(test.map(lambda x, y: x), verbose=0), axis=-1)
-    accuracy = float(np.mean(predictions == labels))
+    callbacks = [training.ValidationEvaluation(
+        held_out, per_epoch, monitor="accuracy", mode="max", patience=settings["patience"] or None,
+        directory=os.path.join(settings["output"], "best"), restore_best=True, log_dir=paths["logs"],
+    )]
+    if bert:
+        probe = train.texts[0]
+        callbacks.append(_attention_images(backbone, tokenizer, dict(settings, sequence_length=length),
+                                           paths, probe))
+    history = _fit(model, dataset, dict(settings, steps=steps), paths, callbacks)
+    results = {
+        "labels": train.label_names,
+        "train_examples": len(train),
+        "validation": callbacks[0].best,
+        "sequence_length": length,
+        "bucket_boundaries": buckets,
+    }
+    if test is not None:
+        results["test"] = _report_on(model, test, batch_size)
+        results["test"]["majority_class_accuracy"] = _majority(train, test)
     if training.is_chief(strategy):
         model.save(paths["model"])
+        with open(os.path.join(settings["output"], "results.json"), "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
     _save_config(paths, "classifier", settings, strategy,
-                 {"vocabulary": "vocab.txt", "labels": list(datasets.FINE_FOOD_LABELS),
-                  "test_accuracy": accuracy})
-    print(f"test accuracy {accuracy:.4f} on {len(labels)} held-out reviews")
+                 {"vocabulary": "vocab.txt", "labels": train.label_names,
+                  "sequence_length": length, "bucket_boundaries": buckets,
+                  "test_accuracy": results.get("test", {}).get("accuracy")})
+    if test is not None:
+        figures = results["test"]
+        print(f"test accuracy {figures['accuracy']:.4f}, macro-F1 {figures['macro_f1']:.4f} on "
+              f"{figures['examples']} held-out examples (majority class "
+              f"{figures['majority_class_accuracy']:.4f}); results: "
+              f"{os.path.join(settings['output'], 'results.json')}", flush=True)
     _report(history, paths)
     return 0
+
+
+def _default_learning_rate(model):
+    """The fine-tuning learning rate for `--learning-rate 0`: smaller for wider models.
+
+    BERT-base and larger fine-tune at 2e-5 to 5e-5 (Devlin et al.); the small
+    BERTs (Turc et al.) and a Transformer from scratch need far more in the few
+    thousand steps of a typical fine-tuning run (`tests/test_own_data.py`
+    trains BERT-tiny: 1e-4 had not left chance level after 3 epochs there,
+    1e-3 reached the top).
+    """
+    if isinstance(model, models.TransformerClassifier):
+        return 1e-3
+    hidden = model.backbone.hidden_dim
+    return 1e-3 if hidden <= 256 else 3e-4 if hidden <= 512 else 5e-5
+
+
+def _majority(train, test):
+    """Test accuracy of always predicting the training file's most frequent class."""
+    majority = int(np.bincount(train.labels, minlength=len(train.label_names)).argmax())
+    return float(np.mean(test.labels == majority))
+
+
+def _report_on(model, examples, batch_size):
+    """`metrics.classification_report` of `model` on `LabelledData`."""
+    scores = model.predict(examples.x, batch_size=batch_size, verbose=0)
+    return metrics.classification_report(examples.labels, np.argmax(scores, axis=-1),
+                                         examples.label_names)
+
+
+def _classifier(directory):
+    """The fine-tuned classifier of a `tfnlp finetune` output directory, and its config."""
+    config = _pretrained(directory, ("classifier",))
+    model = keras.saving.load_model(os.path.join(directory, "model.keras"), safe_mode=True,
+                                    compile=False)
+    if getattr(model, "preprocessor", None) is None:
+        _fail(f"`model` {directory!r} was fine-tuned by an older tfnlp (its model has no "
+              "preprocessor); fine-tune it again.")
+    return model, config
+
+
+def _columns(settings, config):
+    """The column settings of evaluate/predict: as given, else as in finetune."""
+    trained = config["settings"]
+    return {name: settings.get(name) or trained.get(name, "")
+            for name in ("text_column", "text_pair_column", "label_column")}
+
+
+def evaluate(settings):
+    model, config = _classifier(settings["model"])
+    columns = _columns(settings, config)
+    examples = _labelled(columns, "data", settings["data"], model.labels)
+    results = _report_on(model, examples, settings["batch_size"])
+    output = settings["output"] or os.path.join(settings["model"], "evaluation.json")
+    with open(output, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
+    print(f"accuracy {results['accuracy']:.4f}, macro-F1 {results['macro_f1']:.4f} on "
+          f"{results['examples']} examples; results: {output}")
+    return 0
+
+
+def predict(settings):
+    model, config = _classifier(settings["model"])
+    columns = _columns(settings, config)
+    path = settings["input"]
+    if path.lower().endswith(LABELLED_EXTENSIONS):
+        try:
+            texts = data.read_texts(path, columns["text_column"], columns["text_pair_column"] or None)
+        except (ValueError, OSError) as error:
+            _fail(f"`input`: {error}")
+    else:  # one text per line
+        try:
+            with open(path, encoding="utf-8") as f:
+                texts = [line.rstrip("\r\n") for line in f]
+        except UnicodeDecodeError as error:
+            _fail(f"`input` {path!r} is not UTF-8 text: {error}.")
+        while texts and not texts[-1]:
+            texts.pop()
+        if not texts:
+            _fail(f"`input` {path!r} holds no text.")
+    scores = model.predict(texts, batch_size=settings["batch_size"], verbose=0)
+    softmax = getattr(model, "activation", None) == "softmax"  # else logits
+    probabilities = scores if softmax else _softmax(scores)
+    ids = np.argmax(probabilities, axis=-1)
+    lines = [f"{model.labels[i]}\t{p[i]:.4f}" for i, p in zip(ids, probabilities, strict=True)]
+    if settings["output"]:
+        _write_lines(settings["output"], lines)
+        print(f"{len(lines)} predictions written to {settings['output']}")
+    else:
+        print("\n".join(lines))
+    return 0
+
+
+def _softmax(scores):
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    exp = np.exp(scores)
+    return exp / exp.sum(axis=-1, keepdims=True)
 
 
 def export(settings):
@@ -259,10 +526,8 @@ def export(settings):
     else:
         vocabulary = _read_lines(os.path.join(settings["model"], config["vocabulary"]))
         tokenizer = data.WordPieceTokenizer(vocabulary)
-        if kind == "classifier":
-            preprocessor = data.BertPreprocessor(tokenizer, trained["sequence_length"])
-            path = export_lib.export_classifier(model, preprocessor, settings["output"],
-                                                labels=config["labels"], version=settings["version"])
+        if kind == "classifier":  # the model carries its preprocessor and labels
+            path = export_lib.export_classifier(model, settings["output"], version=settings["version"])
         elif kind == "bert":
             preprocessor = data.BertPreprocessor(tokenizer, trained["sequence_length"])
             path = export_lib.export_backbone(model.backbone, preprocessor, settings["output"],

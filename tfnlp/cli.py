@@ -22,15 +22,19 @@ is written to `OUTPUT/config.json`, which `export` reads.
 import argparse
 import collections
 import json
+import logging
 import math
 import os
 import sys
 
 BUNDLED_CORPORA = ("en_novels", "zh_poems", "fine_food_reviews")
 CORPUS_HELP = (
-    "a bundled corpus (en_novels, zh_poems, fine_food_reviews) or a UTF-8 text file: one "
-    "sentence per line, documents separated by blank lines"
+    "a bundled corpus (en_novels, zh_poems, fine_food_reviews), a UTF-8 text file (one "
+    "sentence per line, documents separated by blank lines), or a TSV, CSV or JSONL file "
+    "(its --text-column, one document per row)"
 )
+TEXT_COLUMN = (str, "text", "column (JSONL key) of the texts when the corpus is a TSV, CSV or "
+               "JSONL file", None)
 
 # Settings shared by the training commands: name -> (type, default, help, choices).
 TRAINING = {
@@ -52,15 +56,24 @@ TRAINING = {
 PRETRAIN = {
     "bert": {
         "corpus": (str, "en_novels", CORPUS_HELP, None),
+        "text_column": TEXT_COLUMN,
+        "objectives": (str, "mlm,nsp", "mlm,nsp: masked LM and next-sentence prediction (BERT); "
+                       "mlm: masked LM only on full-length segments of consecutive text (RoBERTa), "
+                       "for corpora of independent short texts", ("mlm,nsp", "mlm")),
         "vocabulary": (str, "", "WordPiece vocabulary file (empty: learn one from the corpus)", None),
         "vocabulary_size": (int, 8000, "size of a learned vocabulary", None),
         "preset": (str, "bert_tiny", "model size", ("bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base")),
         "sequence_length": (int, 128, "tokens per example", None),
         "max_predictions": (int, 20, "masked positions per example", None),
         "learning_rate": (float, 5e-4, "peak learning rate (linear warm-up and decay)", None),
+        "validation_fraction": (float, 0.05, "share of the corpus' documents held out: masked-LM "
+                                "(and NSP) figures on them every --validate-every steps "
+                                "(0: none)", None),
+        "validate_every": (int, 0, "steps between held-out figures (0: at every checkpoint)", None),
     },
     "elmo": {
         "corpus": (str, "en_novels", CORPUS_HELP, None),
+        "text_column": TEXT_COLUMN,
         "vocabulary": (str, "", "words vocabulary file for the softmax (`tfnlp vocab --kind words`; "
                        "empty: build one from the corpus)", None),
         "vocabulary_size": (int, 20000, "output words of a built vocabulary (the softmax); inputs are "
@@ -70,15 +83,65 @@ PRETRAIN = {
         "max_characters": (int, 50, "characters per word", None),
     },
 }
-PRETRAIN["unilm"] = dict(PRETRAIN["bert"], batch_size=(int, 36, "global batch size (a multiple of 6)", None))
+PRETRAIN["unilm"] = {
+    name: value for name, value in PRETRAIN["bert"].items()
+    if name not in ("objectives", "validation_fraction", "validate_every")
+}
+PRETRAIN["unilm"]["batch_size"] = (int, 36, "global batch size (a multiple of 6)", None)
+LABELLED_FILE = "a TSV or CSV file with a header row, or a JSONL file (one object per line)"
+COLUMNS = {
+    "text_column": (str, "text", "column (JSONL key) of the texts", None),
+    "text_pair_column": (str, "", "column of the second texts of text pairs (empty: single texts)", None),
+    "label_column": (str, "label", "column of the labels (any strings: class names)", None),
+}
 FINETUNE = {
-    "pretrained": (str, None, "a `tfnlp pretrain bert` output directory", None),
-    "sequence_length": (int, 128, "tokens per review", None),
-    "learning_rate": (float, 1e-4, "peak learning rate", None),
-    "steps": (int, 500, "optimizer steps in all", None),
+    "train": (str, "fine_food_reviews", f"training examples: {LABELLED_FILE}; or the bundled "
+              "fine_food_reviews (with its own validation and test splits)", None),
+    "validation": (str, "", "validation examples, same format (empty: `validation_fraction` of "
+                   "the training file is held out)", None),
+    "test": (str, "", "test examples, same format: accuracy, macro-F1, per-class F1 and the "
+             "confusion matrix go to OUTPUT/results.json (empty: no test)", None),
+    **COLUMNS,
+    "model": (str, "bert", "bert: fine-tune a `tfnlp pretrain bert` model (--pretrained); "
+              "transformer: a TransformerClassifier trained from scratch", ("bert", "transformer")),
+    "pretrained": (str, "", "a `tfnlp pretrain bert` output directory (for --model bert)", None),
+    "vocabulary": (str, "", "WordPiece vocabulary for --model transformer (empty: learn one from "
+                   "the training texts)", None),
+    "vocabulary_size": (int, 8000, "size of a learned vocabulary (--model transformer)", None),
+    "sequence_length": (int, 0, "tokens per example (0: the 95th percentile of the training "
+                        "examples' lengths, printed)", None),
+    "bucket_boundaries": (str, "auto", "length buckets: auto (the 50th and 75th percentiles), "
+                          "none, or increasing lengths such as 32,64", None),
+    "epochs": (int, 5, "passes over the training examples", None),
+    "steps": (int, 0, "optimizer steps in all (0: epochs x batches per epoch)", None),
+    "learning_rate": (float, 0.0, "peak learning rate, linear warm-up and decay (0: by model "
+                      "width: 1e-3 up to 256 (BERT-tiny, -mini, transformer), 3e-4 up to 512, "
+                      "5e-5 wider)", None),
+    "patience": (int, 2, "epochs without a better validation accuracy before training stops; "
+                 "the best epoch's weights are kept (0: never stop early)", None),
+    "validation_fraction": (float, 0.1, "share of the training file held out for validation "
+                            "when no --validation file is given", None),
+}
+EVALUATE = {
+    "model": (str, None, "a `tfnlp finetune` output directory", None),
+    "data": (str, None, f"labelled examples: {LABELLED_FILE}", None),
+    **{name: (kind, "", text + " (empty: as in finetune)", choices)
+       for name, (kind, _, text, choices) in COLUMNS.items()},
+    "output": (str, "", "JSON file for the results (empty: MODEL/evaluation.json)", None),
+    "batch_size": (int, 64, "texts per batch", None),
+}
+PREDICT = {
+    "model": (str, None, "a `tfnlp finetune` output directory", None),
+    "input": (str, None, "texts to classify: a text file (one text per line) or a TSV, CSV or "
+              "JSONL file (its text column)", None),
+    **{name: (kind, "", text + " (empty: as in finetune)", choices)
+       for name, (kind, _, text, choices) in COLUMNS.items() if name != "label_column"},
+    "output": (str, "", "TSV file for label<TAB>probability lines (empty: stdout)", None),
+    "batch_size": (int, 64, "texts per batch", None),
 }
 VOCAB = {
     "corpus": (str, None, CORPUS_HELP, None),
+    "text_column": TEXT_COLUMN,
     "kind": (str, "wordpiece", "WordPiece (BERT, UniLM) or words (ELMo's softmax)", ("wordpiece", "words")),
     "size": (int, 8000, "vocabulary size", None),
     "output": (str, None, "file to write, one token per line", None),
@@ -185,6 +248,11 @@ def _add_options(parser, schema):
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="tfnlp", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--verbose", action="store_true",
+        help="show TensorFlow's own log lines (C++ start-up messages, GPU probing, graph "
+             "optimizer warnings), hidden by default",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     vocab = commands.add_parser("vocab", help="learn a vocabulary from a corpus")
@@ -195,8 +263,16 @@ def build_parser():
     for name, schema in PRETRAIN.items():
         _add_options(models_.add_parser(name, help=f"pretrain {name}"), {**TRAINING, **schema})
 
-    finetune = commands.add_parser("finetune", help="fine-tune a pretrained BERT on the bundled reviews")
+    finetune = commands.add_parser(
+        "finetune", help="train a text classifier on your labelled file (TSV, CSV, JSONL)"
+    )
     _add_options(finetune, {**TRAINING, **FINETUNE})
+
+    evaluate = commands.add_parser("evaluate", help="score a fine-tuned classifier on a labelled file")
+    _add_options(evaluate, EVALUATE)
+
+    predict = commands.add_parser("predict", help="classify the texts of a file")
+    _add_options(predict, PREDICT)
 
     export = commands.add_parser("export", help="write a raw-text SavedModel (TF Serving layout)")
     _add_options(export, EXPORT)
@@ -210,7 +286,8 @@ def build_parser():
 def _schema(args):
     if args.command == "pretrain":
         return {**TRAINING, **PRETRAIN[args.model_name]}
-    return {"vocab": VOCAB, "finetune": {**TRAINING, **FINETUNE}, "export": EXPORT}[args.command]
+    return {"vocab": VOCAB, "finetune": {**TRAINING, **FINETUNE}, "export": EXPORT,
+            "evaluate": EVALUATE, "predict": PREDICT}[args.command]
 
 
 def main(argv=None):
@@ -218,7 +295,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == "generate":
         return _generate(args)
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "model_name", "config")}
+    flags = {k: v for k, v in vars(args).items()
+             if k not in ("command", "model_name", "config", "verbose")}
     schema = _schema(args)
     try:
         config = load_config(args.config) if args.config else {}
@@ -228,32 +306,50 @@ def main(argv=None):
             _check_training(settings)
     except ConfigError as error:
         parser.error(str(error))  # exits with status 2
-    from tfnlp import _commands  # TensorFlow is imported only once the config is valid
+    _commands = _import_commands(args.verbose)  # TensorFlow only once the config is valid
 
-    command = {"vocab": _commands.vocab, "finetune": _commands.finetune, "export": _commands.export}
+    command = {"vocab": _commands.vocab, "finetune": _commands.finetune, "export": _commands.export,
+               "evaluate": _commands.evaluate, "predict": _commands.predict}
     if args.command == "pretrain":
         return _commands.pretrain(args.model_name, settings)
     return command[args.command](settings)
 
 
 # Settings that may be 0 (all other numbers must be positive).
-MAY_BE_ZERO = ("histogram_every", "seed")
+MAY_BE_ZERO = ("histogram_every", "seed", "validation_fraction", "validate_every")
+# ... and, for finetune, the settings whose 0 means "choose for me".
+FINETUNE_AUTO = ("steps", "sequence_length", "learning_rate", "patience")
+LABELLED_EXTENSIONS = (".tsv", ".csv", ".jsonl", ".json")
 
 
 def _check_settings(command, settings):
     """Everything that can be checked before data is read or a model is built."""
     for name, value in settings.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if value <= 0 and name not in MAY_BE_ZERO:
+            zero = name in MAY_BE_ZERO or (command == "finetune" and name in FINETUNE_AUTO)
+            if value < 0 or (value == 0 and not zero):
                 raise ConfigError(f"`{name}` must be positive, got {value}.")
+    if settings.get("validation_fraction", 0) >= 1:
+        raise ConfigError(
+            f"`validation_fraction` must be below 1, got {settings['validation_fraction']}."
+        )
     corpus = settings.get("corpus")
     if corpus and corpus not in BUNDLED_CORPORA and not os.path.isfile(corpus):
         raise ConfigError(f"`corpus` {corpus!r} is neither a bundled corpus {BUNDLED_CORPORA} nor a file.")
     if settings.get("vocabulary") and not os.path.isfile(settings["vocabulary"]):
         raise ConfigError(f"`vocabulary` {settings['vocabulary']!r} is not a file.")
-    for name in ("pretrained", "model"):
-        if name in settings and not os.path.isfile(os.path.join(settings[name], "config.json")):
+    directories = ["pretrained"] if command == "finetune" else ["model"]
+    for name in directories:
+        if settings.get(name) and not os.path.isfile(os.path.join(settings[name], "config.json")):
             raise ConfigError(f"`{name}` {settings[name]!r} is not a tfnlp output directory (no config.json).")
+    for name in ("train", "validation", "test", "data", "input"):
+        path = settings.get(name)
+        if path and not (name == "train" and path == "fine_food_reviews") and not os.path.isfile(path):
+            raise ConfigError(f"`{name}` {path!r} is not a file.")
+        if path and name != "input" and os.path.isfile(path) and not path.lower().endswith(LABELLED_EXTENSIONS):
+            raise ConfigError(
+                f"`{name}` {path!r} must be a .tsv, .csv or .jsonl file (its extension tells the format)."
+            )
     if command in ("bert", "unilm") and settings["sequence_length"] < 5:
         raise ConfigError(
             "`sequence_length` must be at least 5 ([CLS] A [SEP] B [SEP]), "
@@ -272,7 +368,7 @@ def _check_settings(command, settings):
                 f"vocabulary, got {settings['size']}."
             )
     if command == "finetune":
-        _check_finetune_length(settings)
+        _check_finetune(settings)
     if command == "unilm" and settings["batch_size"] % 6:
         raise ConfigError(
             "`batch_size` must be a multiple of 6 for UniLM (the four objectives in every batch), "
@@ -313,7 +409,21 @@ def _check_words_file(path):
         raise ConfigError(f"`vocabulary` {path!r} lists words more than once: {repeated[:5]}.")
 
 
-def _check_finetune_length(settings):
+def _check_finetune(settings):
+    if settings["model"] == "bert" and not settings["pretrained"]:
+        raise ConfigError(
+            "`pretrained` is required with --model bert (a `tfnlp pretrain bert` output "
+            "directory); or train --model transformer from scratch."
+        )
+    if settings["model"] == "transformer" and settings["vocabulary"]:
+        _check_wordpiece_file(settings["vocabulary"])
+    if settings["train"] == "fine_food_reviews" and settings["text_pair_column"]:
+        raise ConfigError("`text_pair_column`: the bundled fine_food_reviews has single texts.")
+    if settings["validation_fraction"] == 0 and not settings["validation"]:
+        raise ConfigError("`validation_fraction` must be positive when no --validation file is given.")
+    settings["bucket_boundaries"] = _bucket_boundaries(settings["bucket_boundaries"])
+    if settings["model"] != "bert":
+        return
     with open(os.path.join(settings["pretrained"], "config.json"), encoding="utf-8") as f:
         pretrained = json.load(f).get("settings", {})
     longest = pretrained.get("sequence_length")
@@ -322,6 +432,21 @@ def _check_finetune_length(settings):
             f"`sequence_length` ({settings['sequence_length']}) exceeds the pretrained model's "
             f"position table ({longest}, its pretraining `sequence_length`)."
         )
+
+
+def _bucket_boundaries(text):
+    """`auto`, `none` or increasing positive lengths such as `32,64` (a list then)."""
+    if text in ("auto", "none"):
+        return text
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        values = None
+    if not values or values != sorted(set(values)) or values[0] <= 0:
+        raise ConfigError(
+            f"`bucket_boundaries` must be auto, none or increasing lengths such as 32,64; got {text!r}."
+        )
+    return values
 
 
 def _check_training(settings):
@@ -337,8 +462,47 @@ def _check_training(settings):
             )
 
 
+def _import_commands(verbose):
+    """`tfnlp._commands`, which imports TensorFlow: quietly unless `verbose`.
+
+    TensorFlow's C++ libraries print start-up lines to the process' stderr
+    as they load (before any log level applies: oneDNN, "Could not find
+    cuda drivers", twice), then probe for a GPU ("failed call to cuInit" on
+    a CPU machine) and log graph-optimizer notes while training. Quiet, the
+    loading is done with file descriptor 2 pointed at a temporary file (its
+    content is replayed if the import fails), TensorFlow's C++ logging is
+    limited to fatal errors (`TF_CPP_MIN_LOG_LEVEL=3`, unless set already)
+    and its Python logger to errors (no tf.function retracing notes). Python
+    exceptions and warnings are not affected.
+    """
+    if verbose or "tensorflow" in sys.modules:
+        from tfnlp import _commands
+
+        return _commands
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            from tfnlp import _commands
+        except BaseException:
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    # TensorFlow's Python warnings (tf.function retracing notes) likewise.
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    return _commands
+
+
 def _generate(args):
-    from tfnlp import _commands
+    _commands = _import_commands(args.verbose)
 
     texts = args.text if args.text else [line.rstrip("\n") for line in sys.stdin]
     for line in _commands.generate(args.saved_model, texts):

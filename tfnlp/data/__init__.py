@@ -17,7 +17,7 @@ from tfnlp.data.elmo import character_ids
 from tfnlp.data.elmo import elmo_dataset
 from tfnlp.data.elmo import sentence_tokens
 from tfnlp.data.elmo import split_words
-from tfnlp.data.labelled import LabelledData as LabelledData  # not in __all__, whose classes tests treat as layers
+from tfnlp.data.labelled import LabelledData
 from tfnlp.data.labelled import read_labelled
 from tfnlp.data.labelled import read_texts
 from tfnlp.data.labelled import suggest_sequence_length
@@ -40,6 +40,7 @@ from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 
 __all__ = [
     "BertPreprocessor",
+    "LabelledData",
     "SegmentPacker",
     "SPECIAL_TOKENS",
     "WordPieceTokenizer",

@@ -253,7 +253,7 @@ def read_texts(path, text_column, text_pair_column=None, format=None):
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "new.jsonl")
     >>> with open(path, "w", encoding="utf-8") as f:
-    ...     _ = f.write('{"text": "Great value"}\n{"text": "Stale"}\n')
+    ...     _ = f.write('{"text": "Great value"}\\n{"text": "Stale"}\\n')
     >>> read_texts(path, text_column="text")
     ['Great value', 'Stale']
     """
