@@ -157,3 +157,18 @@ def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, tmp
     expected = expected_outputs(model, source, target, TEXTS[:3], settings)
     np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
     np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["transformer", "unilm"])
+def test_a_model_with_its_tokenizers_exports_alone_and_serves_its_generate(family, tmp_path):
+    from tests.models.test_seq2seq_texts import SOURCES, make
+
+    model = make(family)
+    path = export.export_seq2seq(model, str(tmp_path / family), beam_size=2, warmup_batch_sizes=())
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    outputs = served(text=tf.constant(SOURCES))["output_text"].numpy()
+    assert [t.decode() for t in outputs] == model.generate(SOURCES, beam_size=2, length_penalty=0.6)
+    with pytest.raises(TypeError, match="by keyword"):
+        export.export_seq2seq(model, str(tmp_path / "again"), 8)
+    with pytest.raises(ValueError, match="no tokenizers: pass `source_tokenizer`"):
+        export.export_seq2seq(make(family, with_tokenizers=False), str(tmp_path / "bare"))

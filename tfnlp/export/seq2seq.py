@@ -1,16 +1,18 @@
 """Encoder-decoder model -> SavedModel that turns raw text into generated text."""
 
 import numbers
+import os
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
 from tfnlp.layers import _validation
+from tfnlp.models.transformer_seq2seq import DEFAULT_TEXT_LENGTH
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
+from tfnlp.models.transformer_seq2seq import tokenized_sources
 from tfnlp.models.unilm import UniLM
 
 
@@ -35,12 +37,16 @@ class Seq2SeqServingModule(tf.Module):
 
     Args:
         model: a `TransformerSeq2Seq` or a `UniLM`.
-        source_tokenizer: `WordPieceTokenizer` of the source.
+        source_tokenizer: `WordPieceTokenizer` of the source; default the
+            model's (`source_tokenizer`, or a UniLM's `tokenizer`).
         target_tokenizer: `WordPieceTokenizer` of the target (the same object
-            for a shared vocabulary).
-        source_length: int, the longest source in tokens, end token included.
-        max_length: int, the most tokens generated. For a UniLM,
-            `source_length + max_length` must fit its position table.
+            for a shared vocabulary); default the model's, else
+            `source_tokenizer`.
+        source_length: int, the longest source in tokens, end token included;
+            default the model's `source_length`, else 128.
+        max_length: int, the most tokens generated; default the model's
+            (`target_length`, or a UniLM's `max_length`), else 128. For a
+            UniLM, `source_length + max_length` must fit its position table.
         beam_size: int, 1 for greedy search.
         length_penalty: float, GNMT's alpha (beam search).
         no_repeat_ngram_size: int, 0 (off) or e.g. 3 for trigram blocking.
@@ -54,8 +60,9 @@ class Seq2SeqServingModule(tf.Module):
             fails its warm-up and does not load (docs/serving.md).
     """
 
-    def __init__(self, model, source_tokenizer, target_tokenizer, source_length, max_length,
-                 beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0, jit_compile=False):
+    def __init__(self, model, source_tokenizer=None, target_tokenizer=None, source_length=None,
+                 max_length=None, beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0,
+                 jit_compile=False):
         super().__init__(name="seq2seq_serving")
         if not isinstance(jit_compile, bool):
             raise ValueError(f"`jit_compile` must be True or False at export, got {jit_compile!r}.")
@@ -63,6 +70,9 @@ class Seq2SeqServingModule(tf.Module):
             raise ValueError(
                 f"`model` must be a TransformerSeq2Seq or a UniLM, got {type(model).__name__}."
             )
+        source_tokenizer, target_tokenizer, source_length, max_length = _model_defaults(
+            model, source_tokenizer, target_tokenizer, source_length, max_length
+        )
         for name, tokenizer in (("source_tokenizer", source_tokenizer),
                                 ("target_tokenizer", target_tokenizer)):
             if not isinstance(tokenizer, WordPieceTokenizer):
@@ -120,16 +130,9 @@ class Seq2SeqServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def generate(self, text):
         tokenizer = self.source_tokenizer
-        start = [tokenizer.cls_id] if self.is_unilm else []
-        tokens = tokenizer(batch_of_texts("text", text))[:, : self.source_length - 1 - len(start)]
-
-        def column(token_id):
-            return tf.fill([tokens.nrows(), 1], tf.constant(token_id, tf.int32))
-
-        pieces = [column(t) for t in start] + [tokens, column(tokenizer.sep_id)]
-        source, mask = tf_text.pad_model_inputs(
-            tf.concat(pieces, axis=1), self.source_length,
-            pad_value=self.source_tokenizer.pad_id,
+        source, mask = tokenized_sources(
+            tokenizer, batch_of_texts("text", text), self.source_length,
+            start_ids=(tokenizer.cls_id,) if self.is_unilm else (),
         )
         output = self.model.generate(source, mask, **self.settings)
         token_ids = output["token_ids"]
@@ -141,22 +144,33 @@ class Seq2SeqServingModule(tf.Module):
         }
 
 
-def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source_length=128,
-                   max_length=128, beam_size=4, length_penalty=0.6, no_repeat_ngram_size=0,
-                   version=1, jit_compile=False, warmup_batch_sizes=WARMUP_BATCH_SIZES):
+def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_dir=None,
+                   source_length=None, max_length=None, beam_size=4, length_penalty=0.6,
+                   no_repeat_ngram_size=0, version=1, jit_compile=False,
+                   warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes a raw-text -> generated-text SavedModel to `export_dir/VERSION/`.
 
     It loads with only TensorFlow and tensorflow-text (`import
     tensorflow_text` registers its ops); tfnlp is not needed. See
     `Seq2SeqServingModule` for the signature.
 
+    A model built with its tokenizers needs nothing else:
+    `export_seq2seq(model, export_dir, beam_size=...)` (the export
+    directory second; the other arguments by keyword). The long form
+    `export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir,
+    ...)` works for any model.
+
     Args:
         model: a `TransformerSeq2Seq` or a `UniLM`.
-        source_tokenizer: `WordPieceTokenizer` of the source.
-        target_tokenizer: `WordPieceTokenizer` of the target.
+        source_tokenizer: `WordPieceTokenizer` of the source; default the
+            model's. Or, in its place, the export directory.
+        target_tokenizer: `WordPieceTokenizer` of the target; default the
+            model's, else `source_tokenizer`.
         export_dir: the model's directory, e.g. `saved_models/translate_en_es`.
-        source_length: int, sources are cut to this many tokens.
-        max_length: int, the most tokens generated.
+        source_length: int, sources are cut to this many tokens; default the
+            model's `source_length`, else 128.
+        max_length: int, the most tokens generated; default the model's
+            (`target_length`, a UniLM's `max_length`), else 128.
         beam_size: int, 1 for greedy search.
         length_penalty: float.
         no_repeat_ngram_size: int.
@@ -183,8 +197,37 @@ def export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir, source
     >>> served(text=tf.constant(["hello", ""]))["token_ids"].shape
     TensorShape([2, 5])
     """
+    if isinstance(source_tokenizer, (str, os.PathLike)):  # export_seq2seq(model, export_dir)
+        if target_tokenizer is not None or export_dir is not None:
+            raise TypeError(
+                "With the export directory second, `export_seq2seq(model, export_dir, ...)`, "
+                "give the other arguments by keyword."
+            )
+        export_dir, source_tokenizer = source_tokenizer, None
+    if export_dir is None:
+        raise TypeError("export_seq2seq() needs `export_dir`.")
     module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
                                   max_length, beam_size, length_penalty, no_repeat_ngram_size,
                                   jit_compile)
     return save(module, export_dir, version, {"serving_default": module.generate},
                 warmup_batch_sizes)
+
+
+def _model_defaults(model, source_tokenizer, target_tokenizer, source_length, max_length):
+    """The tokenizers and lengths not given, from the model (a UniLM has one tokenizer)."""
+    if isinstance(model, UniLM):
+        own = (model.tokenizer, model.tokenizer, model.source_length, model.max_length)
+    else:
+        own = (model.source_tokenizer, model.target_tokenizer, model.source_length,
+               model.target_length)
+    source_tokenizer = own[0] if source_tokenizer is None else source_tokenizer
+    if target_tokenizer is None:
+        target_tokenizer = own[1] if own[1] is not None else source_tokenizer
+    if source_tokenizer is None:
+        raise ValueError(
+            f"This {type(model).__name__} has no tokenizers: pass `source_tokenizer` and "
+            "`target_tokenizer`, or build the model with its tokenizers."
+        )
+    source_length = (own[2] or DEFAULT_TEXT_LENGTH) if source_length is None else source_length
+    max_length = (own[3] or DEFAULT_TEXT_LENGTH) if max_length is None else max_length
+    return source_tokenizer, target_tokenizer, source_length, max_length

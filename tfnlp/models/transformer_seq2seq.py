@@ -5,7 +5,10 @@ import math
 
 import keras
 import tensorflow as tf
+import tensorflow_text as tf_text
 
+from tfnlp.data.pipelines import encoder_decoder_dataset
+from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
@@ -16,14 +19,13 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
-from tfnlp.models._mixins import BuildsOptimizerFirst
-from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
+from tfnlp.models.task import Task
+from tfnlp.models.text_classifier import DEFAULT_BATCH_SIZE
+from tfnlp.models.text_classifier import _string_tensor
+from tfnlp.models.text_classifier import _texts
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
-from tfnlp.training.optimizers import with_loss_scaling
 
 # "Attention Is All You Need", table 3 (base and big), and a size that trains here.
 TRANSFORMER_PRESETS = {
@@ -67,8 +69,139 @@ def seq2seq_batch(batch):
     return x, batch["decoder_target_ids"], keras.ops.cast(batch["decoder_padding_mask"], "float32")
 
 
+# --- Texts in, texts out (shared with `UniLM` and `tfnlp.export.export_seq2seq`) ---
+
+DEFAULT_TEXT_LENGTH = 128  # tokens, when a model gets tokenizers but no lengths
+
+
+def checked_tokenizer(name, tokenizer, vocabulary_size, size_name):
+    """`tokenizer` (a `WordPieceTokenizer`, its config, or None) whose vocabulary is the model's."""
+    if tokenizer is None:
+        return None
+    if isinstance(tokenizer, dict):
+        tokenizer = keras.saving.deserialize_keras_object(tokenizer)
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise ValueError(
+            f"`{name}` must be a tfnlp.data.WordPieceTokenizer, got {type(tokenizer).__name__}."
+        )
+    # Equal, not just smaller: every id the model generates must be a token.
+    if tokenizer.vocabulary_size() != vocabulary_size:
+        raise ValueError(
+            f"`{name}` has {tokenizer.vocabulary_size()} tokens but the model's vocabulary has "
+            f"{vocabulary_size} ({size_name})."
+        )
+    return tokenizer
+
+
+def serialized(value):
+    return None if value is None else keras.saving.serialize_keras_object(value)
+
+
+def tokenized_sources(tokenizer, texts, source_length, start_ids=()):
+    """`(token_ids, padding_mask)` `(B, source_length)` of `start_ids S [SEP]`, `S` cut to fit.
+
+    The encoding `generate` reads texts with, and the exported signature.
+    """
+    tokens = tokenizer(texts)[:, : source_length - 1 - len(start_ids)]
+
+    def column(token_id):
+        return tf.fill([tokens.nrows(), 1], tf.constant(token_id, tf.int32))
+
+    pieces = [column(t) for t in start_ids] + [tokens, column(tokenizer.sep_id)]
+    return tf_text.pad_model_inputs(
+        tf.concat(pieces, axis=1), source_length, pad_value=tokenizer.pad_id
+    )
+
+
+def source_texts(model, texts):
+    """`texts` as a `tf.string` `(B,)` tensor if they are texts (else None), checked."""
+    if isinstance(texts, list) and not texts:
+        texts = tf.constant([], tf.string)
+    if not _texts(texts):
+        return None
+    model._check_text_inputs()
+    return _string_tensor(texts, "texts")
+
+
+def text_pairs(model, x, y, mode):
+    """`(dataset of (source, target) string scalars, count or None)`, or None if `x` is not text.
+
+    For `Task._text_dataset`: `x` a batch of source texts and `y` of target
+    texts, or `x` a `tf.data.Dataset` of `(source, target)` texts (single
+    pairs or batches of pairs).
+    """
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        parts = spec if isinstance(spec, tuple) else (spec,)
+        if not all(isinstance(p, tf.TensorSpec) and p.dtype == tf.string for p in parts):
+            return None  # model inputs
+        model._check_text_inputs()
+        _no_text_predict(model, mode)
+        if len(parts) != 2:
+            raise ValueError(
+                f"A dataset of texts for {type(model).__name__} must hold `(source, target)` "
+                f"pairs, got {spec}."
+            )
+        ranks = {p.shape.rank for p in parts}
+        if ranks == {1}:  # batches: the pipeline batches (and pads) again
+            return x.unbatch(), None
+        if ranks != {0}:
+            raise ValueError(
+                "A dataset of texts must hold single texts (scalars) or batches of texts (shape "
+                f"[batch_size]), got {spec}."
+            )
+        return x, None
+    sources = source_texts(model, x)
+    if sources is None:
+        return None
+    _no_text_predict(model, mode)
+    if y is None:
+        raise ValueError(f"`y` (the target texts) is required to {mode} on source texts.")
+    if not _texts(y):
+        raise ValueError(f"`y` must be a batch of target texts when `x` is texts, got {y!r:.80}.")
+    targets = _string_tensor(y, "y")
+    count = int(sources.shape[0])
+    if int(targets.shape[0]) != count:
+        raise ValueError(
+            f"`x` has {count} source texts but `y` has {int(targets.shape[0])} target texts."
+        )
+    return tf.data.Dataset.from_tensor_slices((sources, targets)), count
+
+
+def _no_text_predict(model, mode):
+    if mode == "predict":
+        raise ValueError(
+            f"{type(model).__name__}.predict takes model inputs (token ids); for texts use "
+            "`generate(texts)`."
+        )
+
+
+def fit_settings(batch_size, shuffle, mode, count):
+    """`{"batch_size", "shuffle_buffer", "drop_remainder"}` of a text pipeline."""
+    return {
+        "batch_size": batch_size or DEFAULT_BATCH_SIZE,
+        "shuffle_buffer": count if shuffle and mode == "fit" and count else 0,
+        "drop_remainder": False,
+    }
+
+
+def decoded_texts(tokenizer, token_ids):
+    """Python strings of generated ids (end token and padding dropped)."""
+    return [t.decode("utf-8") for t in tokenizer.detokenize(token_ids).numpy()]
+
+
+def missing_token_ids(model, **token_ids):
+    """Raise the `TypeError` of a token-id `generate` called without its special ids."""
+    missing = [name for name, value in token_ids.items() if value is None]
+    if missing:
+        raise TypeError(
+            f"{type(model).__name__}.generate on token ids needs "
+            f"{', '.join(f'`{name}`' for name in missing)} (or a model built with tokenizers)."
+        )
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
+class TransformerSeq2Seq(FromConfig, Task):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal
@@ -102,6 +235,17 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
     step with key/value caches (greedy or beam search from
     `tfnlp.generation`).
 
+    Texts (keras-hub's "the task owns its preprocessing"): built with a
+    `source_tokenizer` (and a `target_tokenizer`, the same one by default),
+    `generate(["source text", ...])` returns a list of target texts, and
+    `fit`/`evaluate` take `x` source texts and `y` target texts (lists,
+    NumPy arrays or `tf.string` tensors), or a `tf.data.Dataset` of
+    `(source, target)` texts (single pairs or batches of them), tokenized by
+    `tfnlp.data.encoder_decoder_dataset` with `source_length` and
+    `target_length` (labels and weights as `seq2seq_batch`). The token-id
+    inputs work unchanged; `tfnlp.export.export_seq2seq(model, export_dir)`
+    uses the model's tokenizers and lengths.
+
     Args:
         source_vocabulary_size: int.
         target_vocabulary_size: int, or None for a vocabulary shared with
@@ -114,6 +258,15 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
         dropout: float in [0, 1), on embeddings, attention and sublayers.
         tie_output_embedding: bool, output projection = target embedding.
         norm_first: bool, pre-LN blocks.
+        source_tokenizer: optional `tfnlp.data.WordPieceTokenizer` of the
+            sources, with `source_vocabulary_size` tokens.
+        target_tokenizer: optional `WordPieceTokenizer` of the targets, with
+            the target vocabulary's size; defaults to `source_tokenizer`.
+        source_length: int, sources are cut to this many tokens (`[SEP]`
+            included); default 128 with tokenizers.
+        target_length: int, the longest target in training and the most
+            tokens `generate` writes on texts (end token included); default
+            128 with tokenizers.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Example:
@@ -133,6 +286,16 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
     >>> output["token_ids"].shape
     TensorShape([1, 10])
 
+    With a tokenizer, on texts:
+
+    >>> from tfnlp import data
+    >>> tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["hola", "hello"])
+    >>> model = TransformerSeq2Seq(7, num_encoder_layers=1, num_decoder_layers=1, hidden_dim=16,
+    ...                            num_heads=2, source_tokenizer=tokenizer, source_length=8,
+    ...                            target_length=4)
+    >>> len(model.generate(["hello", "hola hello"]))
+    2
+
     References:
         Vaswani et al., "Attention Is All You Need", 2017.
     """
@@ -149,6 +312,10 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
         dropout=0.1,
         tie_output_embedding=True,
         norm_first=False,
+        source_tokenizer=None,
+        target_tokenizer=None,
+        source_length=None,
+        target_length=None,
         **kwargs,
     ):
         source_vocabulary_size = _validation.positive_int(
@@ -165,6 +332,30 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
             "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
         )
         dropout = _validation.rate("dropout", dropout)
+        source_tokenizer = checked_tokenizer(
+            "source_tokenizer", source_tokenizer, source_vocabulary_size,
+            "`source_vocabulary_size`",
+        )
+        target_tokenizer = checked_tokenizer(
+            "target_tokenizer", source_tokenizer if target_tokenizer is None else target_tokenizer,
+            source_vocabulary_size if target_vocabulary_size is None else target_vocabulary_size,
+            _TARGET_SIZE,
+        )
+        if target_tokenizer is not None and source_tokenizer is None:
+            raise ValueError("`target_tokenizer` needs a `source_tokenizer` too.")
+        default_length = None if source_tokenizer is None else DEFAULT_TEXT_LENGTH
+        source_length = _validation.positive_int(
+            "source_length", default_length if source_length is None else source_length,
+            allow_none=True,
+        )
+        if source_length is not None and source_length < 2:
+            raise ValueError(
+                f"`source_length` must leave room for one token besides [SEP], got {source_length}."
+            )
+        target_length = _validation.positive_int(
+            "target_length", default_length if target_length is None else target_length,
+            allow_none=True,
+        )
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
@@ -244,6 +435,10 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
         self.dropout = dropout
         self.tie_output_embedding = bool(tie_output_embedding)
         self.norm_first = bool(norm_first)
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.source_length = source_length
+        self.target_length = target_length
         self._generate_functions = CompiledSearch(
             self.decoding_step, self.initial_decoding_state
         )
@@ -399,13 +594,13 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
         encoder_token_ids,
         encoder_padding_mask=None,
         *,
-        start_id,
-        end_id,
-        max_length=64,
+        start_id=None,
+        end_id=None,
+        max_length=None,
         beam_size=1,
         length_penalty=0.0,
         no_repeat_ngram_size=0,
-        pad_id=0,
+        pad_id=None,
         use_cache=True,
         jit_compile="auto",
     ):
@@ -415,17 +610,28 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
         is traced once per setting into a `tf.function` (any batch size and
         source length) and reused by later calls.
 
+        On texts (a model with tokenizers): `generate(["source", ...])`
+        tokenizes the sources as `tfnlp.export.export_seq2seq` does (`S
+        [SEP]`, cut to `source_length`), decodes, and returns the list of
+        target texts (`str`); the special ids default to the target
+        tokenizer's and `max_length` to `target_length`.
+
         Args:
-            encoder_token_ids: int tensor `(B, S)`.
+            encoder_token_ids: int tensor `(B, S)`, or a batch of source texts
+                (a list, NumPy array or `tf.string` tensor `(B,)`).
             encoder_padding_mask: int or bool `(B, S)`; defaults to all ones.
+                Not for texts.
             start_id: int, the first decoder token (`[CLS]` in
-                `encoder_decoder_dataset`).
-            end_id: int, the token that ends a target (`[SEP]`).
-            max_length: int, the most tokens generated (end token included).
+                `encoder_decoder_dataset`); required on token ids unless the
+                model has tokenizers.
+            end_id: int, the token that ends a target (`[SEP]`); likewise.
+            max_length: int, the most tokens generated (end token included);
+                default `target_length` on texts, else 64.
             beam_size: int.
             length_penalty: float, GNMT's alpha (beam search only).
             no_repeat_ngram_size: int, 3 blocks repeated trigrams; 0 is off.
-            pad_id: int, written after the end token.
+            pad_id: int, written after the end token (default: the
+                tokenizer's, else 0).
             use_cache: bool; False recomputes the whole prefix every step
                 (same result, slower: for tests and benchmarks).
             jit_compile: bool, or `"auto"` (the default): compile the
@@ -437,45 +643,87 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
                 off on CPUs.
 
         Returns:
-            A dict: `token_ids` int32 `(B, max_length)` (the best hypothesis,
-            end token included, then padding), `lengths` int32 `(B,)`,
-            `scores` float32 `(B,)` (log-probability, length-normalised for
-            beam search).
+            On texts, a list of the generated texts. Else a dict: `token_ids`
+            int32 `(B, max_length)` (the best hypothesis, end token
+            included, then padding), `lengths` int32 `(B,)`, `scores`
+            float32 `(B,)` (log-probability, length-normalised for beam
+            search).
 
         Raises:
             ValueError: for a source id outside `[0, source_vocabulary_size)`
                 or a `start_id`, `end_id` or `pad_id` outside the target
                 vocabulary (in a graph, source ids fail at run time with an
-                `InvalidArgumentError`).
+                `InvalidArgumentError`); texts given to a model without
+                tokenizers, or a single text rather than a batch.
         """
+        texts = source_texts(self, encoder_token_ids)
+        tokenizer = self.target_tokenizer
+        if tokenizer is not None:
+            start_id = tokenizer.cls_id if start_id is None else start_id
+            end_id = tokenizer.sep_id if end_id is None else end_id
+            pad_id = tokenizer.pad_id if pad_id is None else pad_id
+        settings = {
+            "max_length": max_length, "beam_size": beam_size, "length_penalty": length_penalty,
+            "no_repeat_ngram_size": no_repeat_ngram_size, "pad_id": pad_id,
+            "use_cache": use_cache, "jit_compile": jit_compile,
+        }
+        if texts is not None:
+            if encoder_padding_mask is not None:
+                raise ValueError("`encoder_padding_mask` is for token ids, not texts.")
+            settings["max_length"] = self.target_length if max_length is None else max_length
+            source, mask = tokenized_sources(self.source_tokenizer, texts, self.source_length)
+            output = self.generate(source, mask, start_id=start_id, end_id=end_id, **settings)
+            return decoded_texts(tokenizer, output["token_ids"])
+        missing_token_ids(self, start_id=start_id, end_id=end_id)
+        settings["max_length"] = 64 if max_length is None else max_length
+        settings["pad_id"] = 0 if pad_id is None else pad_id
         encoder_token_ids, encoder_padding_mask = self._checked_source(
             encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,
-            pad_id=pad_id,
+            pad_id=settings["pad_id"],
         )
         return self._generate_functions.run(
-            encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,
-            max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size, pad_id=pad_id, use_cache=use_cache,
-            jit_compile=jit_compile,
+            encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id, **settings
         )
+
+    # --- Texts ---
+
+    def _check_text_inputs(self):
+        if self.source_tokenizer is None:
+            raise ValueError(
+                "This TransformerSeq2Seq has no tokenizers, so it takes token ids, not texts: "
+                "build it with `source_tokenizer=tfnlp.data.WordPieceTokenizer(...)` (and "
+                "`target_tokenizer=` for another target vocabulary), or pass token ids."
+            )
+
+    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+        found = text_pairs(self, x, y, mode)
+        if found is None:
+            return None
+        pairs, count = found
+        return encoder_decoder_dataset(
+            pairs, self.source_tokenizer, self.target_tokenizer, self.source_length,
+            self.target_length, **fit_settings(batch_size, shuffle, mode, count),
+        ).map(seq2seq_batch)
 
     # --- Training defaults and config ---
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        if optimizer == "auto":
-            optimizer = keras.optimizers.Adam(
+    def _compile_defaults(self):
+        return {
+            "optimizer": keras.optimizers.Adam(
                 InverseSquareRootDecay((self.hidden_dim * 4000) ** -0.5, 4000),
                 beta_1=0.9, beta_2=0.98, epsilon=1e-9,
-            )
-        if loss == "auto":
-            loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.1)
-        if metrics == "auto":
+            ),
+            "loss": SmoothedSparseCategoricalCrossentropy(label_smoothing=0.1),
+            "metrics": None,
+        }
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if isinstance(metrics, str) and metrics == "auto":
             # Weighted: padded target positions (weight 0) must not count.
             kwargs.setdefault(
                 "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
             )
             metrics = None
-        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     @classmethod
@@ -512,4 +760,12 @@ class TransformerSeq2Seq(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile
             "dropout": self.dropout,
             "tie_output_embedding": self.tie_output_embedding,
             "norm_first": self.norm_first,
+            "source_tokenizer": serialized(self.source_tokenizer),
+            # None: the source's (one tokenizer for a shared vocabulary).
+            "target_tokenizer": (
+                None if self.target_tokenizer is self.source_tokenizer
+                else serialized(self.target_tokenizer)
+            ),
+            "source_length": self.source_length,
+            "target_length": self.target_length,
         }

@@ -6,20 +6,25 @@ import tensorflow as tf
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
+from tfnlp.data.unilm import unilm_finetuning_dataset
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
-from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models._mixins import ChecksInputs
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.models.task import Task
+from tfnlp.models.transformer_seq2seq import checked_tokenizer
+from tfnlp.models.transformer_seq2seq import decoded_texts
+from tfnlp.models.transformer_seq2seq import fit_settings
+from tfnlp.models.transformer_seq2seq import missing_token_ids
+from tfnlp.models.transformer_seq2seq import serialized
+from tfnlp.models.transformer_seq2seq import source_texts
+from tfnlp.models.transformer_seq2seq import text_pairs
+from tfnlp.models.transformer_seq2seq import tokenized_sources
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS
 from tfnlp.models.unilm_backbone import UniLMBackbone
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
-from tfnlp.training.optimizers import with_loss_scaling
 
 UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
 
@@ -36,10 +41,7 @@ def unilm_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class UniLM(
-    CallsBackboneLayers, BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs,
-    keras.Model,
-):
+class UniLM(CallsBackboneLayers, Task):
     """A `UniLMBackbone` with a tied masked-LM head, and seq2seq generation.
 
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
@@ -64,8 +66,26 @@ class UniLM(
     `left_to_right_log_probs` also check their token ids (sources,
     `end_id`, `mask_id`, `pad_id`) against the vocabulary.
 
+    Texts: built with a `tokenizer` (one vocabulary for sources and
+    targets), `generate(["source text", ...])` returns a list of target
+    texts, and `fit`/`evaluate` take `x` source texts and `y` target texts
+    (lists, NumPy arrays or `tf.string` tensors), or a `tf.data.Dataset` of
+    `(source, target)` texts, packed and masked by
+    `tfnlp.data.unilm_finetuning_dataset` (sequence length `source_length +
+    max_length`, UniLM's masking rate 0.7; labels and weights as
+    `unilm_batch`). The token-id inputs work unchanged;
+    `tfnlp.export.export_seq2seq(model, export_dir)` uses the model's
+    tokenizer and lengths.
+
     Args:
         backbone: a `UniLMBackbone`.
+        tokenizer: optional `tfnlp.data.WordPieceTokenizer` with the
+            backbone's `vocabulary_size` tokens.
+        source_length: int, sources `[CLS] S [SEP]` are cut to this many
+            tokens; default half the position table with a tokenizer.
+        max_length: int, the most tokens generated on texts (end token
+            included); default the rest of the position table with a
+            tokenizer. `source_length + max_length` must fit the table.
         **kwargs: base model arguments (`name`, ...).
 
     Example:
@@ -89,11 +109,17 @@ class UniLM(
         Language Understanding and Generation", 2019, sections 2 and 3.
     """
 
-    def __init__(self, backbone, **kwargs):
+    def __init__(self, backbone, tokenizer=None, source_length=None, max_length=None, **kwargs):
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
         if not isinstance(backbone, UniLMBackbone):
             raise ValueError(f"`backbone` must be a UniLMBackbone, got {type(backbone).__name__}.")
+        tokenizer = checked_tokenizer(
+            "tokenizer", tokenizer, backbone.vocabulary_size, "`vocabulary_size`"
+        )
+        source_length, max_length = _text_lengths(
+            source_length, max_length, backbone.max_sequence_length, tokenizer is not None
+        )
         self.backbone = backbone
         # No UniLM loss reaches the pooler: freezing it spares the optimizer
         # its slots (and Keras' "gradients do not exist" warning).
@@ -116,6 +142,9 @@ class UniLM(
         x = backbone._encode(inputs, output_positions=inputs["masked_positions"])  # (B, P, H)
         logits = self.masked_lm_head(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.tokenizer = tokenizer
+        self.source_length = source_length
+        self.max_length = max_length
         self._generate_functions = CompiledSearch(
             self.decoding_step, self.initial_decoding_state, self._check_positions
         )
@@ -126,19 +155,40 @@ class UniLM(
     def _checked_inputs(self, inputs):
         return self.backbone._checked_inputs(inputs, masked_positions="BP")
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        if optimizer == "auto":
-            optimizer = bert_adamw(1e-4)
-        if loss == "auto":
+    def _compile_defaults(self):
+        return {
+            "optimizer": bert_adamw(1e-4),
             # The mean over the weighted (masked) positions of all replicas.
-            loss = SmoothedSparseCategoricalCrossentropy(label_smoothing=0.0)
-        if metrics == "auto":
+            "loss": SmoothedSparseCategoricalCrossentropy(label_smoothing=0.0),
+            "metrics": None,
+        }
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if isinstance(metrics, str) and metrics == "auto":
             kwargs.setdefault(
                 "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
             )
             metrics = None
-        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    # --- Texts ---
+
+    def _check_text_inputs(self):
+        if self.tokenizer is None:
+            raise ValueError(
+                "This UniLM has no tokenizer, so it takes token ids, not texts: build it with "
+                "`tokenizer=tfnlp.data.WordPieceTokenizer(...)`, or pass token ids."
+            )
+
+    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+        found = text_pairs(self, x, y, mode)
+        if found is None:
+            return None
+        pairs, count = found
+        return unilm_finetuning_dataset(
+            pairs, self.tokenizer, self.source_length + self.max_length,
+            **fit_settings(batch_size, shuffle, mode, count),
+        ).map(unilm_batch)
 
     # --- Scoring ---
 
@@ -374,13 +424,13 @@ class UniLM(
         source_token_ids,
         source_padding_mask=None,
         *,
-        end_id,
-        mask_id,
-        max_length=64,
+        end_id=None,
+        mask_id=None,
+        max_length=None,
         beam_size=1,
         length_penalty=0.0,
         no_repeat_ngram_size=0,
-        pad_id=0,
+        pad_id=None,
         use_cache=True,
         jit_compile="auto",
     ):
@@ -389,13 +439,23 @@ class UniLM(
         Greedy for `beam_size=1`, beam search otherwise, traced once per
         setting into a `tf.function` (any batch size and source length).
 
+        On texts (a model with a `tokenizer`): `generate(["source", ...])`
+        tokenizes the sources as `tfnlp.export.export_seq2seq` does (`[CLS]
+        S [SEP]`, cut to `source_length`) and returns the list of generated
+        texts (`str`); the special ids default to the tokenizer's and
+        `max_length` to the model's.
+
         Args:
             source_token_ids: int tensor `(B, S)` (e.g. `BertPreprocessor`
-                output), real tokens first.
+                output), real tokens first; or a batch of source texts (a
+                list, NumPy array or `tf.string` tensor `(B,)`).
             source_padding_mask: int or bool `(B, S)`; defaults to all real.
-            end_id: int, the token ending a target (`[SEP]`).
-            mask_id: int, the `[MASK]` token.
-            max_length: int, the most tokens generated (end token included).
+                Not for texts.
+            end_id: int, the token ending a target (`[SEP]`); required on
+                token ids unless the model has a tokenizer.
+            mask_id: int, the `[MASK]` token; likewise.
+            max_length: int, the most tokens generated (end token included);
+                default the model's `max_length` on texts, else 64.
                 The longest real source + `max_length` must fit the position
                 table (`max_sequence_length`; without the cache: the source
                 width + `max_length` + 1), else a ValueError (an
@@ -404,7 +464,8 @@ class UniLM(
             beam_size: int.
             length_penalty: float, GNMT's alpha (beam search).
             no_repeat_ngram_size: int, 3 for UniLM's trigram blocking.
-            pad_id: int, written after the end token.
+            pad_id: int, written after the end token (default: the
+                tokenizer's, else 0).
             use_cache: bool; False recomputes the packed sequence every step
                 (same result, slower: for tests and benchmarks).
             jit_compile: bool, or `"auto"` (the default): XLA when a GPU
@@ -412,9 +473,34 @@ class UniLM(
                 CPUs (why: `TransformerSeq2Seq.generate`).
 
         Returns:
-            A dict: `token_ids` int32 `(B, max_length)`, `lengths` int32
-            `(B,)`, `scores` float32 `(B,)`.
+            On texts, a list of the generated texts. Else a dict: `token_ids`
+            int32 `(B, max_length)`, `lengths` int32 `(B,)`, `scores`
+            float32 `(B,)`.
         """
+        texts = source_texts(self, source_token_ids)
+        tokenizer = self.tokenizer
+        if tokenizer is not None:
+            end_id = tokenizer.sep_id if end_id is None else end_id
+            mask_id = tokenizer.mask_id if mask_id is None else mask_id
+            pad_id = tokenizer.pad_id if pad_id is None else pad_id
+        settings = {
+            "beam_size": beam_size, "length_penalty": length_penalty,
+            "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
+            "jit_compile": jit_compile,
+        }
+        if texts is not None:
+            if source_padding_mask is not None:
+                raise ValueError("`source_padding_mask` is for token ids, not texts.")
+            source, mask = tokenized_sources(
+                tokenizer, texts, self.source_length, start_ids=(tokenizer.cls_id,)
+            )
+            output = self.generate(
+                source, mask, end_id=end_id, mask_id=mask_id, pad_id=pad_id,
+                max_length=self.max_length if max_length is None else max_length, **settings,
+            )
+            return decoded_texts(tokenizer, output["token_ids"])
+        missing_token_ids(self, end_id=end_id, mask_id=mask_id)
+        pad_id = 0 if pad_id is None else pad_id
         source_token_ids, source_padding_mask = check_source(
             source_token_ids, source_padding_mask, "source_token_ids"
         )
@@ -424,9 +510,8 @@ class UniLM(
         # There is no start token: the first step's input only fills an unseen slot.
         return self._generate_functions.run(
             source_token_ids, source_padding_mask, start_id=mask_id, end_id=end_id,
-            max_length=max_length, beam_size=beam_size, length_penalty=length_penalty,
-            no_repeat_ngram_size=no_repeat_ngram_size, pad_id=pad_id, use_cache=use_cache,
-            jit_compile=jit_compile, mask_id=mask_id,
+            max_length=64 if max_length is None else max_length, pad_id=pad_id,
+            mask_id=mask_id, **settings,
         )
 
     def get_config(self):
@@ -434,8 +519,33 @@ class UniLM(
             "name": self.name,
             "trainable": self.trainable,
             "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "tokenizer": serialized(self.tokenizer),
+            "source_length": self.source_length,
+            "max_length": self.max_length,
         }
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _text_lengths(source_length, max_length, table, has_tokenizer):
+    """`(source_length, max_length)` checked to share the position table `table`."""
+    if has_tokenizer:
+        if source_length is None:
+            source_length = table // 2 if max_length is None else table - max_length
+        if max_length is None:
+            max_length = table - source_length
+    source_length = _validation.positive_int("source_length", source_length, allow_none=True)
+    max_length = _validation.positive_int("max_length", max_length, allow_none=True)
+    if source_length is not None and source_length < 3:
+        raise ValueError(
+            f"`source_length` must leave room for one token besides [CLS] and [SEP], got "
+            f"{source_length}."
+        )
+    if source_length is not None and max_length is not None and source_length + max_length > table:
+        raise ValueError(
+            f"`source_length` ({source_length}) + `max_length` ({max_length}) exceeds the "
+            f"UniLM position table (`max_sequence_length`={table})."
+        )
+    return source_length, max_length
