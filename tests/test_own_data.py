@@ -198,3 +198,12 @@ def test_help_answers_without_importing_tensorflow():
         assert done.returncode == 0 and shown in done.stdout
         imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
         assert "tensorflow" not in imported and "keras" not in imported
+
+
+def test_only_the_tfnlp_program_imports_lazily(tmp_path):
+    # Another module run with -m imports tfnlp as a library: everything registered with Keras.
+    (tmp_path / "mymodule.py").write_text(
+        "import sys, tfnlp\nprint('tfnlp.models' in sys.modules)\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mymodule"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-2000:]

@@ -27,14 +27,16 @@ _SUBPACKAGES = ("layers", "data", "datasets", "generation", "metrics", "models",
 
 
 def _command_line():
-    """Whether this process is the `tfnlp` program (the console script, or `python -m tfnlp.cli`).
+    """Whether this process is the `tfnlp` program: the console script or `python -m tfnlp.cli`.
 
-    `python -m` imports the package while it looks for the module, with
-    `sys.argv[0] == "-m"`: any other module run with `-m` imports tfnlp later,
-    once `sys.argv[0]` is its path.
+    Read from the interpreter's own command line (`sys.orig_argv`), so that
+    a script of another name, or another module run with `-m`, imports
+    everything as usual.
     """
-    main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
-    return os.path.basename(main) == "tfnlp" or sys.argv[:1] == ["-m"]
+    argv = list(getattr(sys, "orig_argv", []))
+    if len(argv) > 1 and os.path.basename(argv[1]) == "tfnlp":  # the console script
+        return True
+    return "-m" in argv[:-1] and argv[argv.index("-m") + 1] == "tfnlp.cli"
 
 
 def __getattr__(name):  # the command line's lazy subpackages

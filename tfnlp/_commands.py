@@ -336,8 +336,11 @@ def finetune(settings):
         vocabulary = _read_lines(os.path.join(settings["pretrained"], pretrained["vocabulary"]))
         longest = pretrained["settings"]["sequence_length"]
     else:
+        learned = os.path.join(settings["output"], "vocab.txt")
         if settings["vocabulary"]:
             vocabulary = _read_lines(settings["vocabulary"])
+        elif os.path.exists(learned) and tf.train.latest_checkpoint(paths["checkpoints"]):
+            vocabulary = _read_lines(learned)  # a resumed run: the checkpoint's own vocabulary
         else:
             vocabulary = data.learn_wordpiece_vocabulary(
                 train.texts + (train.text_pairs or []), settings["vocabulary_size"], progress=False
@@ -486,6 +489,9 @@ def predict(settings):
             texts = data.read_texts(path, columns["text_column"], columns["text_pair_column"] or None)
         except (ValueError, OSError) as error:
             _fail(f"`input`: {error}")
+    elif columns["text_pair_column"]:
+        _fail(f"`input` {path!r}: this classifier reads text pairs (column "
+              f"{columns['text_pair_column']!r}); give a TSV, CSV or JSONL file with both columns.")
     else:  # one text per line
         try:
             with open(path, encoding="utf-8") as f:

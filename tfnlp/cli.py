@@ -419,7 +419,10 @@ def _check_finetune(settings):
         _check_wordpiece_file(settings["vocabulary"])
     if settings["train"] == "fine_food_reviews" and settings["text_pair_column"]:
         raise ConfigError("`text_pair_column`: the bundled fine_food_reviews has single texts.")
-    if settings["validation_fraction"] == 0 and not settings["validation"]:
+    if settings["model"] == "transformer" and settings["pretrained"]:
+        raise ConfigError("`pretrained` is for --model bert; --model transformer trains from scratch.")
+    if (settings["validation_fraction"] == 0 and not settings["validation"]
+            and settings["train"] != "fine_food_reviews"):  # that one has a validation split
         raise ConfigError("`validation_fraction` must be positive when no --validation file is given.")
     settings["bucket_boundaries"] = _bucket_boundaries(settings["bucket_boundaries"])
     if settings["model"] != "bert":
@@ -455,7 +458,8 @@ def _check_training(settings):
             start, stop = (int(part) for part in settings["profile"].split(":"))
         except ValueError:
             raise ConfigError(f"`profile` must look like 'START:STOP', got {settings['profile']!r}.") from None
-        if not 0 < start <= stop <= settings["steps"]:
+        last = settings["steps"] or stop  # finetune's 0: known once the data is read
+        if not 0 < start <= stop <= last:
             raise ConfigError(
                 f"`profile` needs 0 < START <= STOP <= steps ({settings['steps']}), "
                 f"got {settings['profile']!r}."

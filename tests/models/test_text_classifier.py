@@ -65,6 +65,7 @@ def test_every_form_of_texts_gives_the_same_predictions(family):
     forms = {
         "list": TEXTS,
         "array": np.array(TEXTS),
+        "objects": np.array(TEXTS, dtype=object),  # a pandas column's .to_numpy()
         "bytes": [t.encode() for t in TEXTS],
         "tensor": tf.constant(TEXTS),
         "examples": tf.data.Dataset.from_tensor_slices(TEXTS),
@@ -94,6 +95,20 @@ def test_labels_may_be_names_or_ids_in_lists_and_datasets():
                     tf.data.Dataset.from_tensor_slices((TEXTS, ids)).batch(4)):
         assert_allclose(model.evaluate(dataset, verbose=0, return_dict=True)["accuracy"],
                         reference["accuracy"])
+
+
+def test_validation_data_and_split_take_texts_in_every_form():
+    model = _transformer()
+    model.compile()
+    strings = tf.data.Dataset.from_tensor_slices((TEXTS[:8], LABELS[:8]))
+    for validation in (strings, strings.batch(3), (TEXTS[:8], LABELS[:8])):
+        history = model.fit(TEXTS, LABELS, validation_data=validation, verbose=0)
+        assert "val_accuracy" in history.history
+    for x in (tf.constant(TEXTS), np.array(TEXTS, dtype=object)):
+        history = model.fit(x, tf.constant(_ids(LABELS)), validation_split=0.25, verbose=0)
+        assert "val_accuracy" in history.history
+    with pytest.raises(ValueError, match="`y` \\(the labels\\) is required"):
+        model.fit(TEXTS, validation_split=0.25, verbose=0)
 
 
 def test_keras_file_keeps_the_preprocessor_and_labels(tmp_path):

@@ -47,12 +47,17 @@ def test_the_best_evaluation_is_kept_restored_and_survives_a_restart(tmp_path, c
     assert "step 4: validation accuracy" in out and "stopping early" in out
     assert list((tmp_path / "logs").glob("events.out.tfevents.*"))
 
-    # A new callback on the same directory (a restarted run) starts from that record.
+    # A run resumed from a checkpoint keeps the evaluations up to its step
+    # (the later ones run again); a new run (step 0) starts afresh.
     again = training.ValidationEvaluation(flipped, 4, monitor="accuracy", mode="max",
                                           directory=str(tmp_path / "best"), verbose=0)
     again.set_model(model)
-    again.on_train_begin()
-    assert again.best == callback.best and again.waited == 2
+    again.on_train_begin(logs={"step": 12})
+    assert again.best == callback.best and again.waited == 2 and len(again.history) == 3
+    again.on_train_begin(logs={"step": 5})
+    assert again.best == callback.best and again.waited == 0 and len(again.history) == 1
+    again.on_train_begin(logs={"step": 0})
+    assert again.best is None and again.history == []
 
 
 def test_it_evaluates_at_the_last_step_and_checks_its_arguments():

@@ -1,6 +1,7 @@
 """The base of tfnlp's task models: the Keras workarounds, `compile("auto")`, raw-text inputs."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfnlp.models._mixins import BuildsOptimizerFirst
@@ -63,7 +64,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
-        if validation_split and validation_data is None and _is_text_like(x):
+        if validation_split and validation_data is None and y is not None and is_texts(x):
             (x, y), validation_data = _split_last(x, y, validation_split)
             validation_split = 0.0
         dataset = self._text_dataset(x, y, batch_size, shuffle, mode="fit")
@@ -95,9 +96,12 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def _validation_dataset(self, validation_data, kwargs):
-        if not isinstance(validation_data, (tuple, list)) or len(validation_data) != 2:
-            return validation_data
-        x, y = validation_data
+        if isinstance(validation_data, tf.data.Dataset):
+            x, y = validation_data, None
+        elif isinstance(validation_data, (tuple, list)) and len(validation_data) == 2:
+            x, y = validation_data
+        else:
+            return validation_data  # (x, y, sample_weight) or anything else: Keras reads it
         dataset = self._text_dataset(x, y, kwargs.get("validation_batch_size"), shuffle=False,
                                      mode="evaluate")
         if dataset is None:
@@ -117,14 +121,43 @@ def is_pair(x):
     return isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], (str, bytes))
 
 
-def _is_text_like(x):
-    """Python or NumPy texts (or a pair of them): what `_split_last` can cut."""
+def is_texts(x):
+    """Whether `x` holds raw texts: a list, NumPy array or `tf.string` tensor of them, or a pair.
+
+    A list (or object array, e.g. a pandas column's `.to_numpy()`) must hold
+    only `str` or `bytes`; a lone `str` counts, to be refused by
+    `string_tensor` with a clear message.
+    """
     if is_pair(x):
-        return all(_is_text_like(part) for part in x)
+        return all(is_texts(part) for part in x)
+    if tf.is_tensor(x):
+        return x.dtype == tf.string
+    if isinstance(x, (str, bytes)):
+        return True
     if isinstance(x, list):
         return bool(x) and all(isinstance(t, (str, bytes)) for t in x)
-    dtype = getattr(x, "dtype", None)
-    return getattr(dtype, "kind", None) in ("U", "S", "O")
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind == "O":
+        return x.size > 0 and all(isinstance(t, (str, bytes)) for t in x.ravel())
+    return kind in ("U", "S")
+
+
+def string_tensor(x, name):
+    """`x` (texts) as a 1-D `tf.string` tensor; a lone text or another rank is refused, naming `name`."""
+    if isinstance(x, (str, bytes)):
+        raise ValueError(f"`{name}` must be a batch of texts (a list), got the single text {x!r}.")
+    if not tf.is_tensor(x):
+        shape = np.shape(np.asarray(x, dtype=object))  # bytes that are not UTF-8 as they are
+        if len(shape) != 1:
+            raise ValueError(f"`{name}` must be a 1-D batch of texts, got shape {shape}.")
+        x = tf.constant([t if isinstance(t, bytes) else str(t).encode("utf-8") for t in x], tf.string)
+    if x.shape.rank != 1:
+        raise ValueError(f"`{name}` must be a 1-D batch of texts, got shape {x.shape}.")
+    return x
+
+
+def _host(values):
+    return values.numpy() if tf.is_tensor(values) else values
 
 
 def _split_last(x, y, fraction):
@@ -136,6 +169,8 @@ def _split_last(x, y, fraction):
 
     if not 0 < fraction < 1:
         raise ValueError(f"`validation_split` must be in (0, 1), got {fraction}.")
+    x = tuple(_host(part) for part in x) if is_pair(x) else _host(x)
+    y = _host(y)
     count = len(x[0]) if is_pair(x) else len(x)
     split = int(count * (1 - fraction))
     if not 0 < split < count:

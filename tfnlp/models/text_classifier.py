@@ -8,6 +8,8 @@ from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.layers import _validation
 from tfnlp.models.task import Task
 from tfnlp.models.task import is_pair
+from tfnlp.models.task import is_texts
+from tfnlp.models.task import string_tensor
 
 DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
 
@@ -63,7 +65,11 @@ class TextClassifier(Task):
     `(texts_a, texts_b)` of text pairs, or a `tf.data.Dataset` of texts (of
     single examples, batched by `batch_size`, or of batches). Labels are
     class ids or, with `labels`, class names. `predict` returns the model's
-    scores `(N, num_classes)`; `predict_labels` the class names. The
+    outputs `(N, num_classes)` (logits, or probabilities for a model with
+    `activation="softmax"`); `predict_labels` the class names. A dataset
+    given to `predict` holds texts, text pairs `(a, b)`, or `(text, class
+    id)` examples (the ids are ignored); two strings are always a pair, so
+    map a dataset of `(text, label name)` to its texts first. The
     token-id dicts of the model's inputs work as before, with or without a
     preprocessor. Subclasses set `preprocessor`, `labels` and `num_classes`
     (see `classifier_size`, `checked_preprocessor`).
@@ -107,10 +113,10 @@ class TextClassifier(Task):
         if isinstance(x, tf.data.Dataset):
             with_labels = mode != "predict" or _has_labels(x)
             return self._from_dataset(x, batch_size, with_labels)
-        if not _texts(x):
+        if not is_texts(x):
             return None
-        texts = tuple(_string_tensor(part, f"x[{i}]") for i, part in enumerate(x)) if is_pair(x) \
-            else _string_tensor(x, "x")
+        texts = tuple(string_tensor(part, f"x[{i}]") for i, part in enumerate(x)) if is_pair(x) \
+            else string_tensor(x, "x")
         self._check_text_inputs(texts)
         count = int(texts[0].shape[0] if isinstance(texts, tuple) else texts.shape[0])
         if isinstance(texts, tuple) and int(texts[1].shape[0]) != count:
@@ -135,7 +141,7 @@ class TextClassifier(Task):
         parts = features if isinstance(features, tuple) else (features,)
         if not all(isinstance(p, tf.TensorSpec) and p.dtype == tf.string for p in parts) or len(parts) > 2:
             return None  # model inputs (or something Keras will name)
-        self._check_text_inputs(None)
+        self._check_text_inputs(tuple(parts) if len(parts) == 2 else None)
         ranks = {p.shape.rank for p in parts}
         if ranks == {0}:  # single examples
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
@@ -186,7 +192,11 @@ class TextClassifier(Task):
                 "the preprocessor's output."
             )
         if isinstance(texts, tuple) and self.preprocessor is not None and not self._takes_pairs():
-            raise ValueError(f"This {type(self).__name__} has one segment: it cannot read text pairs.")
+            raise ValueError(
+                f"This {type(self).__name__} has one segment: it cannot read text pairs (`predict` "
+                "reads a dataset of two strings as text pairs: map a dataset of (text, label "
+                "name) to its texts first)."
+            )
 
     def _takes_pairs(self):
         return getattr(self, "num_segments", 2) >= 2 and getattr(
@@ -245,33 +255,6 @@ class TextClassifier(Task):
                 return texts, tf.cast(ids, tf.int32)
 
         return lookup
-
-
-def _texts(x):
-    """Whether `x` holds raw texts: Python or NumPy strings, a string tensor, or a pair of them."""
-    if is_pair(x):
-        return all(_texts(part) for part in x)
-    if tf.is_tensor(x):
-        return x.dtype == tf.string
-    if isinstance(x, (str, bytes)):
-        return True  # refused by _string_tensor with a clear message
-    if isinstance(x, (list, tuple)):
-        return bool(x) and all(isinstance(t, (str, bytes)) for t in x)
-    return getattr(getattr(x, "dtype", None), "kind", None) in ("U", "S")
-
-
-def _string_tensor(x, name):
-    if isinstance(x, (str, bytes)):
-        raise ValueError(f"`{name}` must be a batch of texts (a list), got the single text {x!r}.")
-    tensor = x if tf.is_tensor(x) else tf.constant(np.asarray(x, dtype=object).astype(bytes)
-                                                   if _has_bytes(x) else list(x), tf.string)
-    if tensor.shape.rank != 1:
-        raise ValueError(f"`{name}` must be a 1-D batch of texts, got shape {tensor.shape}.")
-    return tensor
-
-
-def _has_bytes(x):
-    return any(isinstance(t, bytes) for t in x)
 
 
 def _text(value):

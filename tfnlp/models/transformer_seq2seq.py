@@ -21,9 +21,9 @@ from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models.task import Task
+from tfnlp.models.task import is_texts
+from tfnlp.models.task import string_tensor
 from tfnlp.models.text_classifier import DEFAULT_BATCH_SIZE
-from tfnlp.models.text_classifier import _string_tensor
-from tfnlp.models.text_classifier import _texts
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 
@@ -117,10 +117,10 @@ def source_texts(model, texts):
     """`texts` as a `tf.string` `(B,)` tensor if they are texts (else None), checked."""
     if isinstance(texts, list) and not texts:
         texts = tf.constant([], tf.string)
-    if not _texts(texts):
+    if not is_texts(texts):
         return None
     model._check_text_inputs()
-    return _string_tensor(texts, "texts")
+    return string_tensor(texts, "texts")
 
 
 def text_pairs(model, x, y, mode):
@@ -157,9 +157,9 @@ def text_pairs(model, x, y, mode):
     _no_text_predict(model, mode)
     if y is None:
         raise ValueError(f"`y` (the target texts) is required to {mode} on source texts.")
-    if not _texts(y):
+    if not is_texts(y):
         raise ValueError(f"`y` must be a batch of target texts when `x` is texts, got {y!r:.80}.")
-    targets = _string_tensor(y, "y")
+    targets = string_tensor(y, "y")
     count = int(sources.shape[0])
     if int(targets.shape[0]) != count:
         raise ValueError(

@@ -117,8 +117,9 @@ def fit(
             scalars (`train/...`).
         log_every: int, steps between summaries (and at the last step).
         callbacks: optional list of `keras.callbacks.Callback`; they get
-            `on_train_begin`, `on_train_batch_end(step, logs)` (the global
-            optimizer step, from 1) and `on_train_end`; `AttentionImages`
+            `on_train_begin(logs={"step": restored step, 0 for a new run})`,
+            `on_train_batch_end(step, logs)` (the global optimizer step,
+            from 1) and `on_train_end`; `AttentionImages`
             writes at the end, or every `every_n_steps` steps.
         verbose: 0 (silent) or 1 (progress bar on stderr).
         histogram_every: None (no histograms) or int: every that many steps
@@ -236,7 +237,7 @@ def fit(
         if not isinstance(callback, keras.callbacks.Callback):
             raise ValueError(f"`callbacks` must hold keras.callbacks.Callback objects, got {callback!r}.")
         callback.set_model(model)
-        callback.on_train_begin()
+        callback.on_train_begin(logs={"step": start})  # the step a checkpoint restored
     history = {}
     model.stop_training = False
     progress = _Progress(steps, start, verbose == 1 and chief)

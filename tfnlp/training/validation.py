@@ -40,12 +40,19 @@ class ValidationEvaluation(keras.callbacks.Callback):
     runs; its figures are printed (one line each time), kept in
     `self.history` and, with `log_dir`, written to TensorBoard as
     `validation/<name>`. With `directory`, the weights that gave the best
-    `monitor` so far are saved to `directory/best.weights.h5` (with
-    `best.json`, the step and the figures), so a run resumed after a crash
-    (`fit` restores its checkpoint) still knows its best; with
-    `restore_best`, they are loaded into the model when training ends. With
-    `patience`, training stops after that many evaluations in a row without
-    improvement (early stopping).
+    `monitor` so far are saved to `directory/best.weights.h5`, and every
+    evaluation to `directory/best.json` (each file written whole, then
+    renamed into place); with `restore_best`, the best weights are loaded
+    into the model when training ends. With `patience`, training stops after
+    that many evaluations in a row without improvement (early stopping).
+
+    Resumption: a run that `fit` resumes from a checkpoint at step `s` reads
+    `best.json` and keeps the evaluations of steps up to `s` (the later ones
+    are run again), so the best so far and the count towards `patience` are
+    those of the restored step; a run from step 0 starts afresh, ignoring
+    what an earlier run left in `directory`. Under a multi-worker strategy,
+    give `directory` on a file system every worker reads (only the chief
+    writes it).
 
     Args:
         validation_data: a finite `tf.data.Dataset` of `(x, y[, weights])`
@@ -110,15 +117,33 @@ class ValidationEvaluation(keras.callbacks.Callback):
         return loop.is_chief(self.model.distribute_strategy)
 
     def on_train_begin(self, logs=None):
-        self.history, self.waited, self._evaluated = [], 0, 0
-        if self.directory:
-            weights, record = self._paths()
-            if os.path.exists(record) and os.path.exists(weights):  # a resumed run
+        self.history, self.best, self.waited, self._evaluated = [], None, 0, 0
+        start = (logs or {}).get("step", 0)
+        if self.directory and start:
+            record = self._paths()[1]
+            if os.path.exists(record):  # a resumed run: the evaluations up to its step
                 with open(record, encoding="utf-8") as f:
                     saved = json.load(f)
-                self.best, self.waited = saved["best"], saved.get("waited", 0)
+                # A best after `start` stays in the weights file: the replayed
+                # steps reach it again (deterministic runs) and rewrite it.
+                for entry in saved.get("history", []):
+                    if entry["step"] <= start:
+                        self._record(entry)
         if self.log_dir and self._chief():
             self._writer = tf.summary.create_file_writer(self.log_dir)
+
+    def _record(self, entry):
+        """Adds one evaluation; returns whether it is the best so far."""
+        value = entry[self.monitor]
+        improved = math.isfinite(value) and (
+            self.best is None
+            or (value > self.best[self.monitor] if self.mode == "max" else value < self.best[self.monitor])
+        )
+        self.waited = 0 if improved else self.waited + 1
+        if improved:
+            self.best = dict(entry)
+        self.history.append(dict(entry))
+        return improved
 
     def on_train_batch_end(self, batch, logs=None):
         self._step = batch
@@ -128,7 +153,7 @@ class ValidationEvaluation(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if self._step and self._evaluated != self._step:
             self._evaluate(self._step)
-        if self.restore_best and self.best is not None:
+        if self.restore_best and self.best is not None and os.path.exists(self._paths()[0]):
             self.model.load_weights(self._paths()[0])
             if self.verbose:
                 print(f"restored the weights of step {self.best['step']} "
@@ -145,15 +170,7 @@ class ValidationEvaluation(keras.callbacks.Callback):
             raise ValueError(
                 f"`monitor` {self.monitor!r} is not among the validation figures {sorted(figures)}."
             )
-        value = figures[self.monitor]
-        improved = math.isfinite(value) and (
-            self.best is None
-            or (value > self.best[self.monitor] if self.mode == "max" else value < self.best[self.monitor])
-        )
-        self.waited = 0 if improved else self.waited + 1
-        if improved:
-            self.best = {"step": step, **figures}
-        self.history.append({"step": step, **figures})
+        improved = self._record({"step": step, **figures})
         if self._writer is not None:
             with self._writer.as_default(step=step):
                 for name, figure in figures.items():
@@ -162,11 +179,13 @@ class ValidationEvaluation(keras.callbacks.Callback):
         if self.directory and self._chief():
             os.makedirs(self.directory, exist_ok=True)
             weights, record = self._paths()
-            if improved:
-                self.model.save_weights(weights)
-            with open(record, "w", encoding="utf-8") as f:
+            if improved:  # whole or not at all: written aside, then renamed
+                self.model.save_weights(weights + ".partial.weights.h5")
+                os.replace(weights + ".partial.weights.h5", weights)
+            with open(record + ".partial", "w", encoding="utf-8") as f:
                 json.dump({"monitor": self.monitor, "mode": self.mode, "best": self.best,
-                           "waited": self.waited}, f, indent=2)
+                           "waited": self.waited, "history": self.history}, f, indent=2)
+            os.replace(record + ".partial", record)
         if self.verbose:
             shown = ", ".join(f"{name} {figure:.4f}" for name, figure in sorted(figures.items()))
             mark = " (best so far)" if improved else ""
