@@ -145,11 +145,31 @@ def test_bad_arguments_are_refused(saved, tmp_path):
     _, embedder = saved
     with pytest.raises(ValueError, match="`model`"):
         export.export_elmo(keras.Sequential(), str(tmp_path))
-    for max_tokens in (0, 2, 8.0, "8", True, None):
+    for max_tokens in (0, 2, 8.0, "8", True):
         with pytest.raises(ValueError, match="`max_tokens`"):
             export.export_elmo(embedder, str(tmp_path), max_tokens=max_tokens)
     with pytest.raises(ValueError, match="`version`"):
         export.export_elmo(embedder, str(tmp_path), version=0)
+
+
+def test_the_export_reads_texts_as_the_embedder_predict_does(tmp_path):
+    """`export_elmo(embedder, path)` takes the embedder's `max_tokens` and `max_input_bytes`."""
+    keras.utils.set_random_seed(1234)
+    embedder = models.ELMoEmbedder(_tiny_bilm(), layer_norm=True, max_tokens=6, max_input_bytes=40)
+    embedder.scalar_mix.layer_weights.assign([0.5, -1.0, 2.0])
+    path = export.export_elmo(embedder, str(tmp_path))
+    texts = tf.constant(TEXTS)
+    served = tf.saved_model.load(path).signatures["serving_default"](text=texts)
+    predicted = embedder.predict(texts, batch_size=len(TEXTS), verbose=0)
+    length = served["words"].shape[1]
+    assert length == 6 and predicted["elmo"].shape == (len(TEXTS), 6, 16)  # the embedder's T
+    assert served["words"][1].numpy().tolist() == [b"<S>", b"It", b"is", b"a", b"truth", b"</S>"]
+    assert served["words"][6].numpy().tolist() == [b"<S>", *[b"word"] * 4, b"</S>"]
+    assert served["words"][7, 1].numpy() == b"x" * 40  # cut to `max_input_bytes`
+    np.testing.assert_array_equal(served["padding_mask"], predicted["padding_mask"][:, :length])
+    np.testing.assert_allclose(served["elmo"], predicted["elmo"][:, :length], atol=1e-5)
+    np.testing.assert_allclose(served["layers"], predicted["layers"][:, :, :length], atol=1e-5)
+    assert np.abs(predicted["elmo"]).max() > 0
 
 
 def test_the_saved_model_holds_only_what_the_vectors_need(tmp_path):

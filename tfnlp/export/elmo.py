@@ -3,8 +3,6 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.data.elmo import character_ids
-from tfnlp.data.elmo import sentence_tokens
 from tfnlp.export._common import batch_of_texts
 from tfnlp.export._common import WARMUP_BATCH_SIZES
 from tfnlp.export._common import save
@@ -12,6 +10,11 @@ from tfnlp.layers import _validation
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.models.elmo import ELMoBiLM
 from tfnlp.models.elmo import ELMoEmbedder
+from tfnlp.models.elmo import checked_max_tokens
+from tfnlp.models.elmo import sentence_character_ids
+
+DEFAULT_MAX_TOKENS = 64
+DEFAULT_MAX_INPUT_BYTES = 100_000
 
 
 class ELMoServingModule(tf.Module):
@@ -50,11 +53,12 @@ class ELMoServingModule(tf.Module):
     Args:
         model: an `ELMoEmbedder` or an `ELMoBiLM`.
         max_tokens: int, the most tokens per text, `<S>` and `</S>`
-            included (at least 3).
-        max_input_bytes: int, the longest text read, in bytes.
+            included (at least 3); None: the embedder's `max_tokens`, else 64.
+        max_input_bytes: int, the longest text read, in bytes; None: the
+            embedder's `max_input_bytes`, else 100,000.
     """
 
-    def __init__(self, model, max_tokens=64, max_input_bytes=100_000):
+    def __init__(self, model, max_tokens=None, max_input_bytes=None):
         super().__init__(name="elmo_serving")
         if isinstance(model, ELMoEmbedder):
             bilm = model.bilm
@@ -64,11 +68,12 @@ class ELMoServingModule(tf.Module):
             raise ValueError(
                 f"`model` must be an ELMoEmbedder or an ELMoBiLM, got {type(model).__name__}."
             )
-        self.max_tokens = _validation.positive_int("max_tokens", max_tokens)
-        if self.max_tokens < 3:
-            raise ValueError(
-                f"`max_tokens` must leave room for one word besides <S> and </S>, got {max_tokens}."
-            )
+        # The embedder's own settings, unless given (a bare biLM has none).
+        if max_tokens is None:
+            max_tokens = getattr(model, "max_tokens", None) or DEFAULT_MAX_TOKENS
+        if max_input_bytes is None:
+            max_input_bytes = getattr(model, "max_input_bytes", None) or DEFAULT_MAX_INPUT_BYTES
+        self.max_tokens = checked_max_tokens(max_tokens)
         # Serve a graph of the layers the vectors need, and nothing else: not
         # the word softmax (V x P, gigabytes at ELMo's size) and not an
         # optimizer that a trained biLM may carry.
@@ -92,19 +97,16 @@ class ELMoServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):
-        tokens = sentence_tokens(batch_of_texts("text", text), self.max_tokens, self.max_input_bytes)
-        count = tokens.nrows()
-        # Every text has its two markers; an empty batch gets them too (T >= 2).
-        length = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
-        padded = tokens.to_tensor("", shape=tf.stack([count, length]))
-        ids = character_ids(padded, self.max_characters)
+        padded, ids = sentence_character_ids(
+            batch_of_texts("text", text), self.max_tokens, self.max_characters, self.max_input_bytes
+        )
         outputs = self.model(ids, training=False)
         padding_mask = tf.cast(outputs["padding_mask"], tf.int32)
         layers, elmo = outputs["layers"], outputs["elmo"]
         return {"elmo": elmo, "layers": layers, "padding_mask": padding_mask, "words": padded}
 
 
-def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100_000,
+def export_elmo(model, export_dir, max_tokens=None, version=1, max_input_bytes=None,
                 warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes a raw-text -> ELMo-vectors SavedModel to `export_dir/VERSION/`.
 
@@ -117,13 +119,14 @@ def export_elmo(model, export_dir, max_tokens=64, version=1, max_input_bytes=100
             bare `ELMoBiLM` (`elmo` is then the plain mean of its layers).
         export_dir: the model's directory, e.g. `saved_models/elmo`.
         max_tokens: int, texts are cut to this many tokens, `<S>` and
-            `</S>` included.
+            `</S>` included (default: the embedder's `max_tokens`, else 64).
         version: int, the version subdirectory.
         warmup_batch_sizes: the batch sizes of the TF Serving warm-up
             requests written for every signature (`()`: none; keep them at
             most the server's `max_batch_size` when it batches requests).
         max_input_bytes: int, texts are cut to this many bytes before
-            they are split into words.
+            they are split into words (default: the embedder's
+            `max_input_bytes`, else 100,000).
 
     Returns:
         The path of the written version.

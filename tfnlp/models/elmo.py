@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from tfnlp.data.elmo import character_ids as words_to_character_ids
+from tfnlp.data.elmo import sentence_tokens
 from tfnlp.layers import _validation
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
 from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
@@ -15,6 +17,9 @@ from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
+from tfnlp.models.task import Task
+from tfnlp.models.task import is_texts
+from tfnlp.models.task import string_tensor
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling
@@ -80,6 +85,46 @@ def _checked_characters(inputs, max_characters):
     """
     specs = {"character_ids": ("BTC", None, None)}
     return _validation.model_inputs(inputs, specs, C=(max_characters, "`max_characters`"))
+
+
+def checked_max_tokens(max_tokens, allow_none=False):
+    """`max_tokens` (tokens per text, `<S>` and `</S>` included) if it leaves room for a word."""
+    max_tokens = _validation.positive_int("max_tokens", max_tokens, allow_none=allow_none)
+    if max_tokens is not None and max_tokens < 3:
+        raise ValueError(
+            f"`max_tokens` must leave room for one word besides <S> and </S>, got {max_tokens}."
+        )
+    return max_tokens
+
+
+def sentence_character_ids(texts, max_tokens, max_characters, max_input_bytes=100_000, length=None):
+    """Texts -> `(words, character_ids)`: ELMo's inputs, as training built its sentences.
+
+    Each text becomes `<S> w_1 .. w_n </S>` (`tfnlp.data.sentence_tokens`:
+    cut to `max_input_bytes` bytes, then to `max_tokens` tokens), padded
+    with `""` (character ids all 0) to `length` tokens. `ELMoEmbedder.predict`
+    and the ELMo SavedModel (`tfnlp.export.export_elmo`) both read texts
+    this way.
+
+    Args:
+        texts: `tf.string` `(B,)`.
+        max_tokens: int, tokens per text, the two markers included.
+        max_characters: int, the biLM's `max_characters` (`C`).
+        max_input_bytes: int, the longest text read, in bytes.
+        length: int (at least `max_tokens`), or None for the most tokens of a
+            text in the batch (at least 2).
+
+    Returns:
+        `(words, character_ids)`: `tf.string` `(B, T)` and int32 `(B, T, C)`.
+    """
+    tokens = sentence_tokens(texts, max_tokens, max_input_bytes)
+    if length is None:
+        # Every text has its two markers; an empty batch gets them too (T >= 2).
+        longest = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
+        words = tokens.to_tensor("", shape=tf.stack([tokens.nrows(), longest]))
+    else:
+        words = tokens.to_tensor("", shape=[None, length])
+    return words, words_to_character_ids(words, max_characters)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -384,8 +429,11 @@ class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksIn
         }
 
 
+DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoEmbedder(ChecksInputs, keras.Model):
+class ELMoEmbedder(Task):
     """ELMo vectors for a downstream task: `γ · Σ_j softmax(w)_j · h_j`.
 
     Runs an `ELMoBiLM` and mixes its `2L + 1` representations with a
@@ -403,11 +451,26 @@ class ELMoEmbedder(ChecksInputs, keras.Model):
     config; pass a biLM loaded with `compile=False` to keep a saved
     embedder free of it.
 
+    Raw text: with `max_tokens`, `predict` also takes texts (a list, NumPy
+    array or `tf.string` tensor of them, or a `tf.data.Dataset` of single
+    texts or of batches). Each text is read as in training and serving
+    (`sentence_character_ids`: cut to `max_input_bytes` bytes, split into
+    words, cut to `max_tokens` tokens with `<S>` and `</S>`) and padded to
+    `max_tokens` tokens, so every output has `T = max_tokens`; the vectors
+    of real tokens are those the SavedModel of `tfnlp.export.export_elmo`
+    serves (which pads to the longest text of a request instead). Character
+    ids work as before, with or without `max_tokens`.
+
     Args:
         bilm: an `ELMoBiLM` (or its serialized config).
         layer_norm: bool, normalise each layer before mixing (`ScalarMix`).
         trainable_bilm: bool, fine-tune the biLM with the task.
         dropout: float in [0, 1), on the mixed vectors.
+        max_tokens: int (at least 3) or None, tokens per text, `<S>` and
+            `</S>` included; needed to read texts, and the default of
+            `export_elmo`.
+        max_input_bytes: int, each text is cut to this many bytes before it
+            is split into words (as `tfnlp.data.elmo_dataset` does).
         **kwargs: base model arguments (`name`, ...).
 
     Call arguments:
@@ -422,18 +485,23 @@ class ELMoEmbedder(ChecksInputs, keras.Model):
 
     >>> bilm = ELMoBiLM(word_vocabulary_size=100, units=32, projection_dim=8,
     ...                 filters=((1, 4), (2, 4)), num_sampled=20)
-    >>> embedder = ELMoEmbedder(bilm)
+    >>> embedder = ELMoEmbedder(bilm, max_tokens=6)
     >>> words = tf.constant([["<S>", "Hello", "world", "</S>", ""]])
     >>> embedder(tfnlp.data.character_ids(words))["elmo"].shape
     TensorShape([1, 5, 16])
+    >>> embedder.predict(["Hello world", "Hi!"], verbose=0)["elmo"].shape
+    (2, 6, 16)
     """
 
-    def __init__(self, bilm, layer_norm=False, trainable_bilm=False, dropout=0.0, **kwargs):
+    def __init__(self, bilm, layer_norm=False, trainable_bilm=False, dropout=0.0, max_tokens=None,
+                 max_input_bytes=100_000, **kwargs):
         if isinstance(bilm, dict):
             bilm = keras.saving.deserialize_keras_object(bilm)
         if not isinstance(bilm, ELMoBiLM):
             raise ValueError(f"`bilm` must be an ELMoBiLM, got {type(bilm).__name__}.")
         dropout = _validation.rate("dropout", dropout)
+        max_tokens = checked_max_tokens(max_tokens, allow_none=True)
+        max_input_bytes = _validation.max_input_bytes(max_input_bytes)
         kwargs.setdefault("name", "elmo_embedder")
         trainable_bilm = bool(trainable_bilm)
         bilm.trainable = trainable_bilm
@@ -466,9 +534,63 @@ class ELMoEmbedder(ChecksInputs, keras.Model):
         self.layer_norm = bool(layer_norm)
         self.trainable_bilm = trainable_bilm
         self.dropout = dropout
+        self.max_tokens = max_tokens
+        self.max_input_bytes = max_input_bytes
 
     def _checked_inputs(self, inputs):
         return _checked_characters(inputs, self.bilm.max_characters)
+
+    def _compile_defaults(self):
+        # Keras' own defaults: the embedder has no loss of its own (a task
+        # model stacked on it has).
+        return {"optimizer": "rmsprop", "loss": None, "metrics": None}
+
+    # --- Texts to character ids ---
+
+    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+        if isinstance(x, tf.data.Dataset):
+            spec = x.element_spec
+            if isinstance(spec, tuple) and spec and isinstance(spec[0], tf.TensorSpec):
+                spec = spec[0]  # (texts, anything): the texts
+                x = x.map(lambda *element: element[0])
+            if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string):
+                return None  # character ids (or something Keras will name)
+            self._check_text_inputs(mode)
+            rank = spec.shape.rank
+            if rank not in (0, 1):
+                raise ValueError(
+                    f"A dataset of texts must hold single texts (shape []) or batches of them "
+                    f"(shape [batch_size]), got {spec}."
+                )
+            return self._character_batches(x if rank else x.batch(batch_size or DEFAULT_BATCH_SIZE))
+        if not is_texts(x):
+            return None
+        self._check_text_inputs(mode)
+        texts = string_tensor(x, "x")
+        dataset = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size or DEFAULT_BATCH_SIZE)
+        return self._character_batches(dataset)
+
+    def _check_text_inputs(self, mode):
+        if mode != "predict":
+            raise ValueError(
+                f"ELMoEmbedder takes texts in `predict` only; to {mode} on texts, stack a task "
+                "model on it and give that model character ids (tfnlp.models.elmo.sentence_character_ids)."
+            )
+        if self.max_tokens is None:
+            raise ValueError(
+                "This ELMoEmbedder has no `max_tokens`, so it takes character ids, not texts: "
+                "build it with `max_tokens=...` (tokens per text, <S> and </S> included), or "
+                "pass character ids (tfnlp.data.character_ids)."
+            )
+
+    def _character_batches(self, texts):
+        settings = (self.max_tokens, self.bilm.max_characters, self.max_input_bytes)
+
+        @tf.autograph.experimental.do_not_convert
+        def inputs(batch):
+            return sentence_character_ids(batch, *settings, length=settings[0])[1]
+
+        return texts.map(inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
     def get_config(self):
         return {
@@ -478,6 +600,8 @@ class ELMoEmbedder(ChecksInputs, keras.Model):
             "layer_norm": self.layer_norm,
             "trainable_bilm": self.trainable_bilm,
             "dropout": self.dropout,
+            "max_tokens": self.max_tokens,
+            "max_input_bytes": self.max_input_bytes,
         }
 
     @classmethod
