@@ -1,20 +1,29 @@
 """BERT pretraining: masked LM at the masked positions + next-sentence prediction (optional)."""
 
-import keras
+import math
 
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfnlp.data.bert_pretraining import bert_pretraining_dataset
+from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
+from tfnlp.layers import _validation
 from tfnlp.layers.masked_lm_head import MaskedLMHead
-from tfnlp.models._mixins import BuildsOptimizerFirst
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models._mixins import ChecksInputs
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
 from tfnlp.models.bert_backbone import BertBackbone
 from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.models.task import Task
+from tfnlp.models.task import is_texts
+from tfnlp.models.task import string_tensor
+from tfnlp.models.task import DEFAULT_BATCH_SIZE
+from tfnlp.models.task import preprocessing_object
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
-from tfnlp.training.optimizers import with_loss_scaling
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+DEFAULT_SEQUENCE_LENGTH = 128  # tokens, when a pretrainer gets a tokenizer but no length
+MASKING_RATE = 0.15  # of `bert_pretraining_dataset`; sets the default `max_predictions_per_seq`
 
 
 def pretraining_batch(batch):
@@ -43,10 +52,7 @@ def pretraining_batch(batch):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertPretrainer(
-    CallsBackboneLayers, BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs,
-    keras.Model,
-):
+class BertPretrainer(CallsBackboneLayers, Task):
     """A `BertBackbone` with BERT's two pretraining heads, or the masked-LM one alone.
 
     Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied
@@ -72,10 +78,35 @@ class BertPretrainer(
     `nsp_accuracy` (without the next-sentence head: `mlm_accuracy`, and
     `loss` is the masked-LM loss).
 
+    Texts: built with a `tokenizer`, `fit` and `evaluate` take documents
+    (`y` stays None: the labels come from the masking): a list whose items
+    are documents, each a list of sentences or a single `str` (one
+    sentence), or a `tf.data.Dataset` of documents (1-D `tf.string`
+    tensors of sentences, in order; a scalar is a one-sentence document).
+    They are made into batches by `tfnlp.data.bert_pretraining_dataset`
+    (with this model's `next_sentence`, `sequence_length` and
+    `max_predictions_per_seq`, masking rate 0.15) and `pretraining_batch`.
+    `fit` draws a new pipeline seed from NumPy's global generator at each
+    call (`keras.utils.set_random_seed` makes it repeatable) and, with
+    `shuffle=True`, reshuffles the examples at every epoch; its batches are
+    all full (`batch_size`, static shapes, as the pipeline makes them), so
+    a corpus of fewer examples than that gives no batch (and an empty
+    history). `evaluate` (and `validation_data`, given as
+    a dataset of documents or `(documents, None)`) is deterministic: seed
+    0, corpus order, every example (the last batch may be smaller).
+    `predict` takes token ids only. The token-id inputs work unchanged.
+
     Args:
         backbone: a `BertBackbone`.
         next_sentence: bool, whether to add the next-sentence head and its
             `nsp` output.
+        tokenizer: optional `tfnlp.data.WordPieceTokenizer`, with at most
+            the backbone's `vocabulary_size` tokens; needed for texts.
+        sequence_length: int, tokens per example on texts (at least 5);
+            default 128 with a tokenizer, or the backbone's
+            `max_sequence_length` if shorter.
+        max_predictions_per_seq: int, masked positions per example on
+            texts; default `ceil(0.15 * sequence_length)` with a tokenizer.
         **kwargs: base model arguments (`name`, ...).
 
     Example:
@@ -86,13 +117,30 @@ class BertPretrainer(
     ['mlm', 'nsp']
     >>> BertPretrainer(backbone, next_sentence=False).output_names
     ['mlm']
+
+    With a tokenizer, on documents:
+
+    >>> from tfnlp import data
+    >>> tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["the", "cat", "sat"])
+    >>> backbone = BertBackbone(tokenizer.vocabulary_size(), 1, 2, 16, max_sequence_length=16)
+    >>> pretrainer = BertPretrainer(backbone, next_sentence=False, tokenizer=tokenizer)
+    >>> (pretrainer.sequence_length, pretrainer.max_predictions_per_seq)
+    (16, 3)
+    >>> pretrainer.compile()
+    >>> history = pretrainer.fit(["the cat sat", ["the cat", "sat"]] * 8, batch_size=4, verbose=0)
     """
 
-    def __init__(self, backbone, next_sentence=True, **kwargs):
+    def __init__(self, backbone, next_sentence=True, tokenizer=None, sequence_length=None,
+                 max_predictions_per_seq=None, **kwargs):
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
         if not isinstance(backbone, BertBackbone):
             raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        tokenizer = _checked_tokenizer(tokenizer, backbone.vocabulary_size)
+        sequence_length, max_predictions_per_seq = _text_sizes(
+            sequence_length, max_predictions_per_seq, backbone.max_sequence_length,
+            tokenizer is not None,
+        )
         self.backbone = backbone
         self.next_sentence = bool(next_sentence)
         self.masked_lm_head = MaskedLMHead(
@@ -122,6 +170,9 @@ class BertPretrainer(
         if self.next_sentence:
             outputs["nsp"] = self.next_sentence_head(backbone.pooler(x[:, 0, :]))
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.max_predictions_per_seq = max_predictions_per_seq
 
     @property
     def trainable_weights(self):
@@ -144,17 +195,20 @@ class BertPretrainer(
     def _checked_inputs(self, inputs):
         return self.backbone._checked_inputs(inputs, masked_positions="BP")
 
-    def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
-        if optimizer == "auto":
-            optimizer = bert_adamw(1e-4)
-        if loss == "auto":
+    def _compile_defaults(self):
+        return {
+            "optimizer": bert_adamw(1e-4),
             # Keras' sparse cross-entropy and reduction (the weighted sum over
             # the batch's prediction slots), computed by tfnlp's faster kernel.
-            loss = {
+            "loss": {
                 name: SmoothedSparseCategoricalCrossentropy(reduction="sum_over_batch_size")
                 for name in self._head_names()
-            }
-        if weighted_metrics == "auto":
+            },
+            "metrics": None,
+        }
+
+    def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
+        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
             weighted_metrics = {
                 name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
                 for name in self._head_names()
@@ -163,8 +217,48 @@ class BertPretrainer(
                 # Keras names a lone output's metrics without the output's
                 # name: `mlm_accuracy` in the logs, as with both heads.
                 weighted_metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")]}
-        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics, **kwargs)
+
+    # --- Texts ---
+
+    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+        documents = _documents(x)
+        if documents is None:
+            return None
+        if self.tokenizer is None:
+            raise ValueError(
+                "This BertPretrainer has no tokenizer, so it takes token ids, not texts: build it "
+                "with `tokenizer=tfnlp.data.WordPieceTokenizer(...)`, or pass the batches of "
+                "`tfnlp.data.bert_pretraining_dataset(...).map(pretraining_batch)`."
+            )
+        if mode == "predict":
+            raise ValueError(
+                "BertPretrainer.predict takes model inputs (token ids with `masked_positions`), "
+                "not documents."
+            )
+        if y is not None:
+            raise ValueError(
+                "`y` must be None when `x` holds documents: the masked-LM labels (and the "
+                "next-sentence ones) come from masking the documents."
+            )
+        batch_size = _validation.positive_int("batch_size", batch_size or DEFAULT_BATCH_SIZE)
+        settings = {
+            "tokenizer": self.tokenizer,
+            "sequence_length": self.sequence_length,
+            "max_predictions_per_seq": self.max_predictions_per_seq,
+            "next_sentence": self.next_sentence,
+        }
+        if mode == "fit":
+            seed = int(np.random.randint(0, 2**31 - 2))  # +1 is a seed too
+            return bert_pretraining_dataset(
+                documents, batch_size=batch_size, seed=seed,
+                shuffle_buffer=10_000 if shuffle else 0, **settings,
+            ).map(pretraining_batch)
+        # Every example, in corpus order: batches of 1 drop none, then are merged.
+        examples = bert_pretraining_dataset(
+            documents, batch_size=1, seed=0, shuffle_buffer=0, **settings
+        )
+        return examples.rebatch(batch_size).map(pretraining_batch).prefetch(tf.data.AUTOTUNE)
 
     def get_config(self):
         return {
@@ -172,8 +266,97 @@ class BertPretrainer(
             "trainable": self.trainable,
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "next_sentence": self.next_sentence,
+            "tokenizer": (
+                None if self.tokenizer is None
+                else keras.saving.serialize_keras_object(self.tokenizer)
+            ),
+            "sequence_length": self.sequence_length,
+            "max_predictions_per_seq": self.max_predictions_per_seq,
         }
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _checked_tokenizer(tokenizer, vocabulary_size):
+    """`tokenizer` (a `WordPieceTokenizer`, its config, or None) that fits the vocabulary."""
+    tokenizer = preprocessing_object("tokenizer", tokenizer, WordPieceTokenizer)
+    if tokenizer is not None and tokenizer.vocabulary_size() > vocabulary_size:
+        raise ValueError(
+            f"`tokenizer` has {tokenizer.vocabulary_size()} tokens but the backbone's vocabulary "
+            f"has only {vocabulary_size} (`vocabulary_size`)."
+        )
+    return tokenizer
+
+
+def _text_sizes(sequence_length, max_predictions, table, has_tokenizer):
+    """`(sequence_length, max_predictions_per_seq)`, defaulted with a tokenizer and checked."""
+    if has_tokenizer and sequence_length is None:
+        sequence_length = min(DEFAULT_SEQUENCE_LENGTH, table)
+    sequence_length = _validation.positive_int("sequence_length", sequence_length, allow_none=True)
+    if sequence_length is not None:
+        if sequence_length < 5:  # [CLS] A [SEP] B [SEP]
+            raise ValueError(f"`sequence_length` must be at least 5, got {sequence_length}.")
+        if sequence_length > table:
+            raise ValueError(
+                f"`sequence_length` ({sequence_length}) exceeds the backbone's position table "
+                f"(`max_sequence_length`={table})."
+            )
+        if has_tokenizer and max_predictions is None:
+            max_predictions = math.ceil(MASKING_RATE * sequence_length)
+    max_predictions = _validation.positive_int(
+        "max_predictions_per_seq", max_predictions, allow_none=True
+    )
+    return sequence_length, max_predictions
+
+
+def _documents(x):
+    """`x` as a `tf.data.Dataset` of documents (1-D `tf.string`), or None if it holds no text.
+
+    A document is a list of sentences or one `str` (one sentence); a
+    dataset's scalar strings are one-sentence documents.
+    """
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        if isinstance(spec, (tf.TensorSpec, tf.RaggedTensorSpec)) and spec.dtype == tf.string:
+            if spec.shape.rank not in (0, 1):
+                raise ValueError(
+                    "A dataset of documents must hold 1-D string tensors (the sentences of one "
+                    f"document) or single sentences, got {spec}."
+                )
+            return x.map(_as_document)
+        if any(getattr(s, "dtype", None) == tf.string for s in tf.nest.flatten(spec)):
+            raise ValueError(
+                "A dataset of documents must hold documents only (1-D string tensors), got "
+                f"{spec}: `y` must be None, as the labels come from masking the documents."
+            )
+        return None  # model inputs
+    if isinstance(x, tf.RaggedTensor) and x.dtype == tf.string:
+        if x.shape.rank != 2:
+            raise ValueError(f"`x` must be a batch of documents (B, sentences), got shape {x.shape}.")
+        return tf.data.Dataset.from_tensor_slices(x).map(_as_document)
+    if isinstance(x, (str, bytes)) or is_texts(x):
+        sentences = string_tensor(x, "x")  # refuses a single str
+        return tf.data.Dataset.from_tensor_slices(sentences).map(_as_document)
+    if not isinstance(x, list) or not any(isinstance(d, (list, tuple)) for d in x):
+        return None
+    documents = []
+    for i, document in enumerate(x):
+        if isinstance(document, (str, bytes)):
+            document = [document]
+        if not isinstance(document, (list, tuple)) or not all(
+            isinstance(s, (str, bytes)) for s in document
+        ):
+            raise ValueError(
+                f"`x[{i}]` must be a document: a list of sentences (str) or one str, got "
+                f"{document!r:.80}."
+            )
+        documents.append([s if isinstance(s, bytes) else s.encode("utf-8") for s in document])
+    ragged = tf.ragged.constant(documents, dtype=tf.string, ragged_rank=1)
+    return tf.data.Dataset.from_tensor_slices(ragged).map(_as_document)
+
+
+@tf.autograph.experimental.do_not_convert
+def _as_document(sentences):
+    return tf.reshape(sentences, [-1])  # (num_sentences,)

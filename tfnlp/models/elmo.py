@@ -17,9 +17,11 @@ from tfnlp.models._mixins import ChecksInputs
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models._mixins import RestoresCompile
 from tfnlp.models._mixins import StepsWaitForData
+from tfnlp.models.task import DEFAULT_BATCH_SIZE
 from tfnlp.models.task import Task
 from tfnlp.models.task import is_texts
 from tfnlp.models.task import string_tensor
+from tfnlp.models.task import text_rank
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling
@@ -429,7 +431,6 @@ class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksIn
         }
 
 
-DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -556,12 +557,7 @@ class ELMoEmbedder(Task):
             if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string):
                 return None  # character ids (or something Keras will name)
             self._check_text_inputs(mode)
-            rank = spec.shape.rank
-            if rank not in (0, 1):
-                raise ValueError(
-                    f"A dataset of texts must hold single texts (shape []) or batches of them "
-                    f"(shape [batch_size]), got {spec}."
-                )
+            rank = text_rank((spec,), spec)
             return self._character_batches(x if rank else x.batch(batch_size or DEFAULT_BATCH_SIZE))
         if not is_texts(x):
             return None

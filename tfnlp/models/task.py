@@ -96,12 +96,12 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def _validation_dataset(self, validation_data, kwargs):
-        if isinstance(validation_data, tf.data.Dataset):
-            x, y = validation_data, None
-        elif isinstance(validation_data, (tuple, list)) and len(validation_data) == 2:
+        if isinstance(validation_data, tuple) and len(validation_data) == 3:
+            return validation_data  # (x, y, sample_weight): Keras reads it
+        if isinstance(validation_data, tuple) and len(validation_data) == 2:
             x, y = validation_data
-        else:
-            return validation_data  # (x, y, sample_weight) or anything else: Keras reads it
+        else:  # a dataset, or texts that need no labels (documents to pretrain on)
+            x, y = validation_data, None
         dataset = self._text_dataset(x, y, kwargs.get("validation_batch_size"), shuffle=False,
                                      mode="evaluate")
         if dataset is None:
@@ -114,6 +114,36 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
 
 def _is_dataset(x):
     return isinstance(x, tf.data.Dataset)
+
+
+def preprocessing_object(name, value, cls):
+    """`value` (a `cls` such as `WordPieceTokenizer`, its Keras config, or None) as a `cls` or None.
+
+    How task models take their tokenizer or preprocessor: as an object, or
+    as the serialized config their `from_config` gets back from a `.keras`
+    file.
+    """
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        value = keras.saving.deserialize_keras_object(value)
+    if not isinstance(value, cls):
+        raise ValueError(f"`{name}` must be a tfnlp.data.{cls.__name__}, got {type(value).__name__}.")
+    return value
+
+
+DEFAULT_BATCH_SIZE = 32  # texts per batch when none is given (Keras' own default for arrays)
+
+
+def text_rank(parts, spec):
+    """0 for a dataset of single texts (scalars), 1 for one of batches; any other rank is refused."""
+    ranks = {part.shape.rank for part in parts}
+    if ranks not in ({0}, {1}):
+        raise ValueError(
+            "A dataset of texts must hold single texts (scalars) or batches of texts (shape "
+            f"[batch_size]), got {spec}."
+        )
+    return ranks.pop()
 
 
 def is_pair(x):

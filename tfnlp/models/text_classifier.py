@@ -6,12 +6,14 @@ import tensorflow as tf
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.layers import _validation
+from tfnlp.models.task import DEFAULT_BATCH_SIZE
 from tfnlp.models.task import Task
+from tfnlp.models.task import preprocessing_object
 from tfnlp.models.task import is_pair
 from tfnlp.models.task import is_texts
 from tfnlp.models.task import string_tensor
+from tfnlp.models.task import text_rank
 
-DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
 
 
 def classifier_size(num_classes, labels):
@@ -35,14 +37,9 @@ def classifier_size(num_classes, labels):
 
 def checked_preprocessor(preprocessor, vocabulary_size, max_sequence_length=None):
     """`preprocessor` (a `BertPreprocessor`, its config, or None) that fits the model's tables."""
+    preprocessor = preprocessing_object("preprocessor", preprocessor, BertPreprocessor)
     if preprocessor is None:
         return None
-    if isinstance(preprocessor, dict):
-        preprocessor = keras.saving.deserialize_keras_object(preprocessor)
-    if not isinstance(preprocessor, BertPreprocessor):
-        raise ValueError(
-            f"`preprocessor` must be a tfnlp.data.BertPreprocessor, got {type(preprocessor).__name__}."
-        )
     tokens = preprocessor.tokenizer.vocabulary_size()
     if tokens > vocabulary_size:
         raise ValueError(
@@ -142,14 +139,8 @@ class TextClassifier(Task):
         if not all(isinstance(p, tf.TensorSpec) and p.dtype == tf.string for p in parts) or len(parts) > 2:
             return None  # model inputs (or something Keras will name)
         self._check_text_inputs(tuple(parts) if len(parts) == 2 else None)
-        ranks = {p.shape.rank for p in parts}
-        if ranks == {0}:  # single examples
+        if text_rank(parts, features) == 0:  # single examples
             dataset = dataset.batch(batch_size or DEFAULT_BATCH_SIZE)
-        elif ranks != {1}:
-            raise ValueError(
-                "A dataset of texts must hold single texts (scalars) or batches of texts (shape "
-                f"[batch_size]), got {features}."
-            )
         if with_labels:
             label_spec = spec[1]
             if label_spec.dtype == tf.string:

@@ -20,10 +20,12 @@ from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.models._mixins import FromConfig
+from tfnlp.models.task import DEFAULT_BATCH_SIZE
 from tfnlp.models.task import Task
+from tfnlp.models.task import preprocessing_object
 from tfnlp.models.task import is_texts
 from tfnlp.models.task import string_tensor
-from tfnlp.models.text_classifier import DEFAULT_BATCH_SIZE
+from tfnlp.models.task import text_rank
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 
@@ -76,16 +78,9 @@ DEFAULT_TEXT_LENGTH = 128  # tokens, when a model gets tokenizers but no lengths
 
 def checked_tokenizer(name, tokenizer, vocabulary_size, size_name):
     """`tokenizer` (a `WordPieceTokenizer`, its config, or None) whose vocabulary is the model's."""
-    if tokenizer is None:
-        return None
-    if isinstance(tokenizer, dict):
-        tokenizer = keras.saving.deserialize_keras_object(tokenizer)
-    if not isinstance(tokenizer, WordPieceTokenizer):
-        raise ValueError(
-            f"`{name}` must be a tfnlp.data.WordPieceTokenizer, got {type(tokenizer).__name__}."
-        )
+    tokenizer = preprocessing_object(name, tokenizer, WordPieceTokenizer)
     # Equal, not just smaller: every id the model generates must be a token.
-    if tokenizer.vocabulary_size() != vocabulary_size:
+    if tokenizer is not None and tokenizer.vocabulary_size() != vocabulary_size:
         raise ValueError(
             f"`{name}` has {tokenizer.vocabulary_size()} tokens but the model's vocabulary has "
             f"{vocabulary_size} ({size_name})."
@@ -142,14 +137,8 @@ def text_pairs(model, x, y, mode):
                 f"A dataset of texts for {type(model).__name__} must hold `(source, target)` "
                 f"pairs, got {spec}."
             )
-        ranks = {p.shape.rank for p in parts}
-        if ranks == {1}:  # batches: the pipeline batches (and pads) again
+        if text_rank(parts, spec) == 1:  # batches: the pipeline batches (and pads) again
             return x.unbatch(), None
-        if ranks != {0}:
-            raise ValueError(
-                "A dataset of texts must hold single texts (scalars) or batches of texts (shape "
-                f"[batch_size]), got {spec}."
-            )
         return x, None
     sources = source_texts(model, x)
     if sources is None:
