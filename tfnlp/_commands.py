@@ -178,8 +178,16 @@ def pretrain(model_name, settings):
                 settings["preset"], vocabulary_size=len(vocabulary),
                 max_sequence_length=settings["sequence_length"],
             )
-            model = model_class(backbone, next_sentence=next_sentence) if model_name == "bert" \
-                else model_class(backbone)
+            # The model keeps its tokenizer (and lengths), so that the saved
+            # model.keras takes text: `fit(documents)`, UniLM's `generate(texts)`.
+            length = settings["sequence_length"]
+            if model_name == "bert":
+                model = model_class(backbone, next_sentence=next_sentence, tokenizer=tokenizer,
+                                    sequence_length=length,
+                                    max_predictions_per_seq=settings["max_predictions"])
+            else:  # source and generated text share the position table
+                model = model_class(backbone, tokenizer=tokenizer, source_length=length // 2,
+                                    max_length=length - length // 2)
             model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
         embedding_layer, projector_vocabulary = backbone.token_embedding, vocabulary
     if training.is_chief(strategy):
@@ -328,8 +336,8 @@ def _lengths(settings, tokenizer, train, longest):
 
 
 def finetune(settings):
+    train, validation, test = _finetune_data(settings)  # bad files fail before anything starts
     strategy, paths = _setup(settings)
-    train, validation, test = _finetune_data(settings)
     bert = settings["model"] == "bert"
     if bert:
         pretrained = _pretrained(settings["pretrained"], ("bert",))
@@ -538,8 +546,9 @@ def export(settings):
             preprocessor = data.BertPreprocessor(tokenizer, trained["sequence_length"])
             path = export_lib.export_backbone(model.backbone, preprocessor, settings["output"],
                                               version=settings["version"])
-        else:  # unilm: text to text
-            # Source and generated text share the position table.
+        elif getattr(model, "tokenizer", None) is not None:  # unilm: its own tokenizer, lengths
+            path = export_lib.export_seq2seq(model, settings["output"], version=settings["version"])
+        else:  # unilm saved by an older tfnlp: source and generated text share the positions
             length = trained["sequence_length"]
             path = export_lib.export_seq2seq(model, tokenizer, tokenizer, settings["output"],
                                              source_length=length // 2,

@@ -68,13 +68,13 @@ def test_evaluate_on_documents_equals_the_hand_built_batches(next_sentence):
     model = make(next_sentence)
     model.compile()
     documents = corpus()
-    expected = model.evaluate(hand_built(model, documents, 1), verbose=0, return_dict=True)
-    assert model.evaluate(documents, batch_size=1, verbose=0, return_dict=True) == expected
     # Every example, in batches of 5 (the last one smaller): no example is dropped.
     merged = hand_built(model, documents, 1).rebatch(5)
     expected = model.evaluate(merged, verbose=0, return_dict=True)
     for x in (documents, documents_dataset(documents), tf.ragged.constant(documents)):
         assert model.evaluate(x, batch_size=5, verbose=0, return_dict=True) == expected
+    if next_sentence:
+        return  # the rest does not depend on the objective
     # A str is a one-sentence document, as is a scalar of a dataset.
     sentences = [" ".join(document) for document in documents]
     expected = model.evaluate([[s] for s in sentences], batch_size=4, verbose=0, return_dict=True)
