@@ -369,6 +369,11 @@ def _check_settings(command, settings):
             )
     if command == "finetune":
         _check_finetune(settings)
+    if command == "unilm" and settings["sequence_length"] < 6:
+        raise ConfigError(
+            "`sequence_length` must be at least 6 for UniLM (half of it, at least 3 tokens, "
+            f"for the source text), got {settings['sequence_length']}."
+        )
     if command == "unilm" and settings["batch_size"] % 6:
         raise ConfigError(
             "`batch_size` must be a multiple of 6 for UniLM (the four objectives in every batch), "

@@ -84,6 +84,8 @@ def test_evaluate_on_documents_equals_the_hand_built_batches(next_sentence):
     model.fit(hand_built(model, documents, 4), verbose=0,
               validation_data=documents_dataset(documents))
     model.fit(documents, batch_size=4, shuffle=False, verbose=0, validation_data=(documents, None))
+    with pytest.raises(ValueError, match="pass held-out texts as `validation_data`"):
+        model.fit(documents, validation_split=0.2, verbose=0)
 
 
 def test_keras_file_keeps_the_tokenizer(tmp_path):

@@ -66,6 +66,7 @@ def test_every_form_of_texts_gives_the_same_predictions(family):
         "list": TEXTS,
         "array": np.array(TEXTS),
         "objects": np.array(TEXTS, dtype=object),  # a pandas column's .to_numpy()
+        "tuple": tuple(TEXTS),  # a tuple of texts (not two batches) is one batch
         "bytes": [t.encode() for t in TEXTS],
         "tensor": tf.constant(TEXTS),
         "examples": tf.data.Dataset.from_tensor_slices(TEXTS),
@@ -101,7 +102,7 @@ def test_validation_data_and_split_take_texts_in_every_form():
     model = _transformer()
     model.compile()
     strings = tf.data.Dataset.from_tensor_slices((TEXTS[:8], LABELS[:8]))
-    for validation in (strings, strings.batch(3), (TEXTS[:8], LABELS[:8])):
+    for validation in (strings, strings.batch(3), (TEXTS[:8], LABELS[:8]), [TEXTS[:8], LABELS[:8]]):
         history = model.fit(TEXTS, LABELS, validation_data=validation, verbose=0)
         assert "val_accuracy" in history.history
     for x in (tf.constant(TEXTS), np.array(TEXTS, dtype=object)):

@@ -228,6 +228,10 @@ def _model_defaults(model, source_tokenizer, target_tokenizer, source_length, ma
             f"This {type(model).__name__} has no tokenizers: pass `source_tokenizer` and "
             "`target_tokenizer`, or build the model with its tokenizers."
         )
-    source_length = (own[2] or DEFAULT_TEXT_LENGTH) if source_length is None else source_length
-    max_length = (own[3] or DEFAULT_TEXT_LENGTH) if max_length is None else max_length
+    if source_length is None and max_length is None:  # both the model's (or the default)
+        return (source_tokenizer, target_tokenizer, own[2] or DEFAULT_TEXT_LENGTH,
+                own[3] or DEFAULT_TEXT_LENGTH)
+    # One given: the other as before the models carried lengths.
+    source_length = DEFAULT_TEXT_LENGTH if source_length is None else source_length
+    max_length = DEFAULT_TEXT_LENGTH if max_length is None else max_length
     return source_tokenizer, target_tokenizer, source_length, max_length

@@ -43,7 +43,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
         """`{"optimizer": ..., "loss": ..., "metrics": ...}` used for `"auto"`."""
         raise NotImplementedError
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
         defaults = self._compile_defaults()
         arguments = {"optimizer": optimizer, "loss": loss, "metrics": metrics}
         for name, value in arguments.items():
@@ -69,6 +69,11 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             validation_split = 0.0
         dataset = self._text_dataset(x, y, batch_size, shuffle, mode="fit")
         if dataset is not None:
+            if validation_split:  # texts without labels (documents): nothing to cut by
+                raise ValueError(
+                    "`validation_split` cannot cut these texts; pass held-out texts as "
+                    "`validation_data`."
+                )
             x, y, batch_size = dataset, None, None
         if validation_data is not None:
             validation_data = self._validation_dataset(validation_data, kwargs)
@@ -98,8 +103,12 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
     def _validation_dataset(self, validation_data, kwargs):
         if isinstance(validation_data, tuple) and len(validation_data) == 3:
             return validation_data  # (x, y, sample_weight): Keras reads it
-        if isinstance(validation_data, tuple) and len(validation_data) == 2:
-            x, y = validation_data
+        batch = validation_data[0] if isinstance(validation_data, list) and validation_data else None
+        if (isinstance(validation_data, tuple) and len(validation_data) == 2) or (
+            isinstance(validation_data, list) and len(validation_data) == 2
+            and not isinstance(batch, (str, bytes)) and (is_texts(batch) or _is_dataset(batch))
+        ):
+            x, y = validation_data  # (x, y), or Keras' [x, y]
         else:  # a dataset, or texts that need no labels (documents to pretrain on)
             x, y = validation_data, None
         dataset = self._text_dataset(x, y, kwargs.get("validation_batch_size"), shuffle=False,
@@ -154,8 +163,8 @@ def is_pair(x):
 def is_texts(x):
     """Whether `x` holds raw texts: a list, NumPy array or `tf.string` tensor of them, or a pair.
 
-    A list (or object array, e.g. a pandas column's `.to_numpy()`) must hold
-    only `str` or `bytes`; a lone `str` counts, to be refused by
+    A list or tuple (or object array, e.g. a pandas column) must hold only
+    `str` or `bytes`; a lone `str` counts, to be refused by
     `string_tensor` with a clear message.
     """
     if is_pair(x):
@@ -164,11 +173,12 @@ def is_texts(x):
         return x.dtype == tf.string
     if isinstance(x, (str, bytes)):
         return True
-    if isinstance(x, list):
+    if isinstance(x, (list, tuple)):  # a tuple of two batches is a pair (above)
         return bool(x) and all(isinstance(t, (str, bytes)) for t in x)
     kind = getattr(getattr(x, "dtype", None), "kind", None)
-    if kind == "O":
-        return x.size > 0 and all(isinstance(t, (str, bytes)) for t in x.ravel())
+    if kind == "O":  # e.g. a pandas column (or its .to_numpy())
+        values = np.asarray(x, dtype=object).ravel()
+        return values.size > 0 and all(isinstance(t, (str, bytes)) for t in values)
     return kind in ("U", "S")
 
 

@@ -4,6 +4,7 @@ import copy
 import math
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -108,14 +109,14 @@ def tokenized_sources(tokenizer, texts, source_length, start_ids=()):
     )
 
 
-def source_texts(model, texts):
-    """`texts` as a `tf.string` `(B,)` tensor if they are texts (else None), checked."""
+def source_texts(model, texts, name):
+    """`texts` (the argument `name`) as a `tf.string` `(B,)` tensor if they are texts (else None)."""
     if isinstance(texts, list) and not texts:
         texts = tf.constant([], tf.string)
     if not is_texts(texts):
         return None
     model._check_text_inputs()
-    return string_tensor(texts, "texts")
+    return string_tensor(texts, name)
 
 
 def text_pairs(model, x, y, mode):
@@ -140,7 +141,7 @@ def text_pairs(model, x, y, mode):
         if text_rank(parts, spec) == 1:  # batches: the pipeline batches (and pads) again
             return x.unbatch(), None
         return x, None
-    sources = source_texts(model, x)
+    sources = source_texts(model, x, "x")
     if sources is None:
         return None
     _no_text_predict(model, mode)
@@ -166,11 +167,17 @@ def _no_text_predict(model, mode):
 
 
 def fit_settings(batch_size, shuffle, mode, count):
-    """`{"batch_size", "shuffle_buffer", "drop_remainder"}` of a text pipeline."""
+    """`{"batch_size", "shuffle_buffer", "drop_remainder", "seed"}` of a text pipeline.
+
+    A `fit` draws its seed from NumPy's global generator (so
+    `keras.utils.set_random_seed` makes it repeatable and each call shuffles,
+    and masks UniLM's targets, anew); evaluation uses seed 0.
+    """
     return {
         "batch_size": batch_size or DEFAULT_BATCH_SIZE,
         "shuffle_buffer": count if shuffle and mode == "fit" and count else 0,
         "drop_remainder": False,
+        "seed": int(np.random.randint(0, 2**31 - 1)) if mode == "fit" else 0,
     }
 
 
@@ -645,7 +652,7 @@ class TransformerSeq2Seq(FromConfig, Task):
                 `InvalidArgumentError`); texts given to a model without
                 tokenizers, or a single text rather than a batch.
         """
-        texts = source_texts(self, encoder_token_ids)
+        texts = source_texts(self, encoder_token_ids, "encoder_token_ids")
         tokenizer = self.target_tokenizer
         if tokenizer is not None:
             start_id = tokenizer.cls_id if start_id is None else start_id

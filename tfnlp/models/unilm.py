@@ -477,7 +477,7 @@ class UniLM(CallsBackboneLayers, Task):
             int32 `(B, max_length)`, `lengths` int32 `(B,)`, `scores`
             float32 `(B,)`.
         """
-        texts = source_texts(self, source_token_ids)
+        texts = source_texts(self, source_token_ids, "source_token_ids")
         tokenizer = self.tokenizer
         if tokenizer is not None:
             end_id = tokenizer.sep_id if end_id is None else end_id
