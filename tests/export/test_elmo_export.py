@@ -170,6 +170,9 @@ def test_the_export_reads_texts_as_the_embedder_predict_does(tmp_path):
     np.testing.assert_allclose(served["elmo"], predicted["elmo"][:, :length], atol=1e-5)
     np.testing.assert_allclose(served["layers"], predicted["layers"][:, :, :length], atol=1e-5)
     assert np.abs(predicted["elmo"]).max() > 0
+    with ServingProcess(path, backend="cpp") as cpp:  # TF Serving's SavedModel loader
+        np.testing.assert_allclose(cpp("serving_default", text=TEXTS)["elmo"], served["elmo"],
+                                   atol=1e-6)
 
 
 def test_the_saved_model_holds_only_what_the_vectors_need(tmp_path):

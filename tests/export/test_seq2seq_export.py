@@ -167,7 +167,10 @@ def test_a_model_with_its_tokenizers_exports_alone_and_serves_its_generate(famil
     path = export.export_seq2seq(model, str(tmp_path / family), beam_size=2, warmup_batch_sizes=())
     served = tf.saved_model.load(path).signatures["serving_default"]
     outputs = served(text=tf.constant(SOURCES))["output_text"].numpy()
-    assert [t.decode() for t in outputs] == model.generate(SOURCES, beam_size=2, length_penalty=0.6)
+    generated = model.generate(SOURCES, beam_size=2, length_penalty=0.6)
+    assert [t.decode() for t in outputs] == generated
+    with ServingProcess(path, backend="cpp") as cpp:  # TF Serving's SavedModel loader
+        assert cpp("serving_default", text=SOURCES)["output_text"].tolist() == generated
     with pytest.raises(TypeError, match="by keyword"):
         export.export_seq2seq(model, str(tmp_path / "again"), 8)
     with pytest.raises(ValueError, match="no tokenizers: pass `source_tokenizer`"):

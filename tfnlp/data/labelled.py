@@ -186,18 +186,7 @@ def read_labelled(path, text_column, label_column, text_pair_column=None, label_
                     "each must name a different column."
                 )
     label_names = _checked_label_names(label_names)
-    format = _format(path, format)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"`path` {path!r} does not exist.")
-    if os.path.isdir(path):
-        raise ValueError(f"`path` {path!r} is a directory, not a file.")
-
-    text = _read_utf8(path)
-    limit = csv.field_size_limit(_FIELD_SIZE_LIMIT)  # long texts; restored below
-    try:
-        texts, pairs, labels, lines = _examples(path, text, columns, format)
-    finally:
-        csv.field_size_limit(limit)
+    texts, pairs, labels, lines = _read_examples(path, columns, format)
 
     if label_names is None:
         label_names = _sorted_labels(set(labels))
@@ -268,17 +257,7 @@ def read_texts(path, text_column, text_pair_column=None, format=None):
             f"`text_column` and `text_pair_column` are both {text_column!r}; each must name a "
             "different column."
         )
-    format = _format(path, format)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"`path` {path!r} does not exist.")
-    if os.path.isdir(path):
-        raise ValueError(f"`path` {path!r} is a directory, not a file.")
-    text = _read_utf8(path)
-    limit = csv.field_size_limit(_FIELD_SIZE_LIMIT)
-    try:
-        texts, pairs, _, _ = _examples(path, text, columns, format)
-    finally:
-        csv.field_size_limit(limit)
+    texts, pairs, _, _ = _read_examples(path, columns, format)
     return texts if text_pair_column is None else (texts, pairs)
 
 
@@ -374,6 +353,21 @@ def suggest_sequence_length(tokenizer, texts, text_pairs=None, percentile=95, mu
         "bucket_boundaries": [b for b in boundaries if 0 < b < sequence_length],
         "percentiles": {q: at(q) for q in (50, 90, 95, 99, 100)},
     }
+
+
+def _read_examples(path, columns, format):
+    """`_examples` of the file at `path` (its format from `format` or the extension), checked."""
+    format = _format(path, format)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"`path` {path!r} does not exist.")
+    if os.path.isdir(path):
+        raise ValueError(f"`path` {path!r} is a directory, not a file.")
+    text = _read_utf8(path)
+    limit = csv.field_size_limit(_FIELD_SIZE_LIMIT)  # long texts; restored below
+    try:
+        return _examples(path, text, columns, format)
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _examples(path, text, columns, format):

@@ -79,7 +79,7 @@ def learn_wordpiece_vocabulary(
     output_path=None,
     progress=True,
 ):
-    """Learns a WordPiece vocabulary: tensorflow-text's learner, 8x faster.
+    """Learns a WordPiece vocabulary: tensorflow-text's learner, faster (benchmarks/README.md).
 
     Text is split into words as BERT does (whitespace, punctuation, and every
     CJK character on its own, as in BERT-Chinese), then the learner picks the

@@ -21,12 +21,12 @@ class Dropout(keras.layers.Dropout):
     rounded to a multiple of 1/65,536 (0.1 becomes 0.100006; a rate below
     1/131,072 drops nothing, one above 1 - 1/65,536 keeps 1/65,536). Kept
     elements are scaled by `1 / (1 - rounded rate)`, so the expected output
-    is exactly the input; `rate=1` gives zeros, as in Keras. Measured on the
-    project CPU over a `(32, 8, 128, 128)` attention-weights tensor: 6.2 ms
-    against Keras' 14.0 ms. The draws name the Philox algorithm (the bits
-    TensorFlow's default gives on CPUs and GPUs), which XLA on a CPU
-    generates about 100x faster than the default (`_devices.random_algorithm`):
-    the masks are the same with and without `jit_compile`.
+    is exactly the input; `rate=1` gives zeros, as in Keras. It is faster
+    than Keras' dropout on attention-weight tensors (benchmarks/README.md).
+    The draws name the Philox algorithm (the bits TensorFlow's default gives
+    on CPUs and GPUs), which XLA on a CPU generates far faster than the
+    default (`_devices.random_algorithm`): the masks are the same with and
+    without `jit_compile`.
 
     Same arguments, seeding (the layer's `SeedGenerator`, so dropout
     masks are reproducible and their state is checkpointed), `noise_shape`
@@ -83,7 +83,7 @@ class Dropout(keras.layers.Dropout):
         seed = tf.cast(self.seed_generator.next(), tf.int32)
         words = tf.random.stateless_uniform(
             [(size + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32,
-            alg=_devices.random_algorithm(),  # the same bits, 100x faster under XLA on CPUs
+            alg=_devices.random_algorithm(),  # the same bits, faster under XLA on CPUs
         )
         threshold = min(int(round(self.rate * _LEVELS)), _LEVELS - 1)
         # The low and high halves of each word are two independent 16-bit
