@@ -167,10 +167,11 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
         target_tokenizer: `WordPieceTokenizer` of the target; default the
             model's, else `source_tokenizer`.
         export_dir: the model's directory, e.g. `saved_models/translate_en_es`.
-        source_length: int, sources are cut to this many tokens; default the
-            model's `source_length`, else 128.
-        max_length: int, the most tokens generated; default the model's
-            (`target_length`, a UniLM's `max_length`), else 128.
+        source_length: int, sources are cut to this many tokens. With
+            neither length given, both are the model's (`source_length`;
+            `target_length`, a UniLM's `max_length`), else 128; with one
+            given, the other defaults to 128.
+        max_length: int, the most tokens generated (see `source_length`).
         beam_size: int, 1 for greedy search.
         length_penalty: float.
         no_repeat_ngram_size: int.
