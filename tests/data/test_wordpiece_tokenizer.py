@@ -6,11 +6,18 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tests.data import google_bert_tokenization
 from tfnlp import data, datasets
 
 
+def _google(vocabulary, lower_case=True):
+    """google-research/bert's FullTokenizer (ported in tests/data/google_bert_tokenization.py)."""
+    tokenizer = google_bert_tokenization.FullTokenizer(vocabulary, do_lower_case=lower_case)
+    return lambda texts: [tokenizer.ids(t.decode("utf-8")) for t in texts.numpy().tolist()]
+
+
 def _reference(vocabulary, lower_case=True):
-    """tensorflow-text's reference (slow) BertTokenizer on the same vocabulary."""
+    """tensorflow-text's reference (slow) BertTokenizer: what `normalization="nfkc"` matches."""
     table = tf.lookup.StaticVocabularyTable(
         tf.lookup.KeyValueTensorInitializer(
             vocabulary, tf.range(len(vocabulary), dtype=tf.int64)), num_oov_buckets=1)
@@ -27,11 +34,18 @@ def _corpus_samples():
     return samples
 
 
-def test_agrees_with_tensorflow_text_bert_tokenizer_on_bundled_corpora(corpus_vocabulary):
+def test_agrees_with_google_s_bert_tokenizer_on_bundled_corpora(corpus_vocabulary):
     texts = tf.constant(_corpus_samples())
     ours = data.WordPieceTokenizer(corpus_vocabulary)(texts).to_list()
-    assert ours == _reference(corpus_vocabulary)(texts)
+    assert ours == _google(corpus_vocabulary)(texts)
     assert sum(map(len, ours)) > 50_000
+    assert sum(i == 1 for ids in ours for i in ids) < 0.02 * sum(map(len, ours))  # [UNK] rare
+
+
+def test_nfkc_normalization_is_tensorflow_text_s_bert_tokenizer(corpus_vocabulary):
+    texts = tf.constant(_corpus_samples())
+    ours = data.WordPieceTokenizer(corpus_vocabulary, normalization="nfkc")(texts).to_list()
+    assert ours == _reference(corpus_vocabulary)(texts)
 
 
 def _standard_bert_vocabulary():
@@ -52,7 +66,7 @@ def test_loads_a_standard_bert_vocab_file(tmp_path, lower_case):
             tokenizer.mask_id) == (0, 100, 101, 102, 103)
     texts = tf.constant(["The unaffable runnings played!", "春眠不觉晓，处处闻啼鸟。", "Ünïcödé ÀB"])
     vocabulary = _standard_bert_vocabulary()
-    assert tokenizer(texts).to_list() == _reference(vocabulary, lower_case)(texts)
+    assert tokenizer(texts).to_list() == _google(vocabulary, lower_case)(texts)
     pieces = [vocabulary[i] for i in tokenizer(tf.constant(["unaffable"]))[0].numpy()]
     assert pieces == ["un", "##aff", "##able"]
 
@@ -61,7 +75,7 @@ BAD_INPUTS = {
     "empty": ("", []),
     "whitespace only": (" \t\n\r  ", []),
     "control characters are dropped": ("the\x00\x07\x1b cat", "the cat"),
-    "invalid UTF-8 becomes [UNK]": (b"the \xff\xfe cat", "the [UNK] cat"),
+    "invalid UTF-8 is dropped, as BERT drops U+FFFD": (b"the \xff\xfe cat", "the cat"),
     "emoji are unknown": ("the \U0001F600 cat", "the [UNK] cat"),
     "right-to-left and combining marks": ("שלום cafe\u0301", "[UNK] cafe"),
     "mixed scripts": ("the猫cat", "the 猫 cat"),
@@ -95,13 +109,15 @@ def _coerce_then_cut(tokenizer, texts):
     text = tf_text.coerce_to_structurally_valid_utf8(texts, replacement_char="\ufffd")
     text = tf.strings.substr(text, 0, tokenizer.max_input_bytes, unit="BYTE")
     text = tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="ignore")
-    return tokenizer._tokenizer.tokenize(text).to_list()
+    return tokenizer._tokenize(text).to_list()
 
 
+@pytest.mark.parametrize("normalization", ["bert", "nfkc"])
 @pytest.mark.parametrize("max_input_bytes", [1, 2, 3, 4, 5, 7, 16])
-def test_cutting_first_changes_nothing_below_the_cut(max_input_bytes):
+def test_cutting_first_changes_nothing_below_the_cut(max_input_bytes, normalization):
     vocabulary = list(data.SPECIAL_TOKENS) + ["ab", "the", "cat", "cafe", "猫", "é"]
-    tokenizer = data.WordPieceTokenizer(vocabulary, max_input_bytes=max_input_bytes)
+    tokenizer = data.WordPieceTokenizer(vocabulary, max_input_bytes=max_input_bytes,
+                                        normalization=normalization)
     rng = np.random.default_rng(max_input_bytes)
     valid = ["a", "b", " ", "the", "cat", "猫", "é", "\u0301", "\U0001F600", "\x00", "!"]
     broken = [b"\xff", b"\x80", b"\xe7\x8c", b"\xf0\x9f"]  # stray, continuation, truncated
@@ -166,15 +182,19 @@ def test_a_character_split_by_the_cut_is_dropped(offset):
 
 def test_invalid_utf8_is_still_replaced_around_the_cut():
     vocabulary = list(data.SPECIAL_TOKENS) + ["ab", "猫"]
-    tokenizer = data.WordPieceTokenizer(vocabulary, max_input_bytes=8)
     texts = tf.constant([
-        b"ab \xff ab ab ab",  # cut; broken byte before the cut -> [UNK]
-        b"ab ab \xe7\x8c",  # not cut; truncated at its own end -> [UNK], not dropped
+        b"ab \xff ab ab ab",  # cut; broken byte before the cut -> U+FFFD
+        b"ab ab \xe7\x8c",  # not cut; truncated at its own end -> U+FFFD, not dropped by the cut
         b"ab ab \xe7\x8c\x8c",  # 9 bytes: the cut splits a valid 猫 -> dropped
-        b"ab ab \x80\x80\x80 ab",  # cut among stray continuation bytes -> [UNK]
+        b"ab ab \x80\x80\x80 ab",  # cut among stray continuation bytes -> U+FFFD
         b"\xff" * 1_000_000,  # a megabyte of garbage
     ])
-    assert tokenizer(texts).to_list() == [[5, 1, 5], [5, 5, 1], [5, 5], [5, 5, 1], [1]]
+    # Under "nfkc" U+FFFD is [UNK], which shows where the replacement happened ...
+    nfkc = data.WordPieceTokenizer(vocabulary, max_input_bytes=8, normalization="nfkc")
+    assert nfkc(texts).to_list() == [[5, 1, 5], [5, 5, 1], [5, 5], [5, 5, 1], [1]]
+    # ... BERT drops it.
+    bert = data.WordPieceTokenizer(vocabulary, max_input_bytes=8)
+    assert bert(texts).to_list() == [[5, 5], [5, 5], [5, 5], [5, 5], []]
 
 
 def test_detokenize_round_trip_and_special_tokens():
@@ -226,9 +246,20 @@ def test_serialization_round_trip(corpus_vocabulary):
     assert restored.get_config() == tokenizer.get_config()
 
 
+def test_a_tokenizer_saved_before_normalization_existed_keeps_its_ids(corpus_vocabulary):
+    config = keras.saving.serialize_keras_object(data.WordPieceTokenizer(corpus_vocabulary))
+    del config["config"]["normalization"]  # as every tokenizer saved before it was
+    restored = keras.saving.deserialize_keras_object(config)
+    assert restored.normalization == "nfkc"
+    texts = tf.constant(["１９９８，ＧＤＰ", "plain text"])
+    nfkc = data.WordPieceTokenizer(corpus_vocabulary, normalization="nfkc")
+    assert restored(texts).to_list() == nfkc(texts).to_list()
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
+        ({"vocabulary": list(data.SPECIAL_TOKENS), "normalization": "NFKC"}, ValueError, "`normalization`"),
         ({"vocabulary": ["a", "b"]}, ValueError, "lacks the special tokens"),
         ({"vocabulary": list(data.SPECIAL_TOKENS) + ["a", "a"]}, ValueError, "duplicated"),
         ({"vocabulary": list(data.SPECIAL_TOKENS), "max_input_bytes": 0}, ValueError, "max_input_bytes"),

@@ -1,34 +1,54 @@
-"""In-graph WordPiece tokenizer on tensorflow-text's FastBertTokenizer."""
+"""In-graph WordPiece tokenizer: BERT's own text splitting, tensorflow-text's WordPiece."""
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp.data import _bert_text
 from tfnlp.data import vocabulary as vocabulary_lib
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.layers import _validation
 
 
+NORMALIZATIONS = ("bert", "nfkc")
+# BERT's `max_input_chars_per_word` as Hugging Face sets it (Google's code says 200).
+MAX_WORD_CHARACTERS = 100
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
 class WordPieceTokenizer(PreprocessingLayer):
-    """Raw text to WordPiece ids, in-graph, with BERT's normalisation.
+    """Raw text to WordPiece ids, in-graph, exactly as BERT's own tokenizer.
 
-    Built on `tensorflow_text.FastBertTokenizer` (linear-time WordPiece, no
-    lookup-table resource, so it exports cleanly in a SavedModel). Text is
-    split as BERT does — whitespace, punctuation, every CJK character on its
-    own — then into word pieces; words with no piece in the vocabulary become
-    `[UNK]`. Works on a vocabulary learned by `learn_wordpiece_vocabulary` or
-    a released BERT `vocab.txt`.
+    Text is normalised and split into words as google-research/bert's
+    `BasicTokenizer` does — control characters dropped, whitespace and
+    punctuation split, every CJK character a word of its own, and, when
+    `lower_case`, lower-cased (`str.lower`, final sigma included) with
+    accents stripped (NFD, non-spacing marks removed) — then each word into
+    its longest-first word pieces (`tensorflow_text.FastWordpieceTokenizer`);
+    a word with no spelling in the vocabulary, or longer than 100 characters,
+    is one `[UNK]`. The ids equal those of Google's `FullTokenizer` and of
+    `transformers.BertTokenizer` on the same `vocab.txt`
+    (`tests/data/test_bert_tokenizer_parity.py`; docs/data.md lists where
+    Hugging Face's tables differ from BERT's). Compatibility characters are
+    not folded: full-width `１９９８` and `，` are tokens of their own, as in
+    BERT's released vocabularies. Everything runs as TensorFlow ops (no
+    lookup-table resource), so it works in `tf.data` and exports in a
+    SavedModel.
 
-    Bad input never fails: bytes that are not valid UTF-8 are replaced by
-    U+FFFD (which becomes `[UNK]`); control characters are dropped as BERT
-    drops them; empty or whitespace-only text gives no tokens. Text longer
-    than `max_input_bytes` is cut there before anything else is done to it
-    (UTF-8 repair included), so the cost of one input is bounded whatever
-    its length; a character split by the cut is dropped (not replaced), so
-    a long text gives exactly the tokens of its longest prefix of whole
-    characters that fits.
+    `normalization="nfkc"` is tfnlp's earlier normaliser
+    (`tensorflow_text.FastBertTokenizer`): uncased, it also folds
+    compatibility forms (`１９９８` -> `1998`, `ＧＤＰ` -> `gdp`,
+    `…` -> `...`). Use it only with a vocabulary learned that way; tokenizers
+    saved before the option existed load with it, so they keep their ids.
+
+    Bad input never fails: bytes that are not valid UTF-8 are dropped, as
+    BERT drops U+FFFD (under `"nfkc"` they become `[UNK]`); empty or
+    whitespace-only text gives no tokens. Text longer than `max_input_bytes`
+    is cut there before anything else is done to it (UTF-8 repair included),
+    so the cost of one input is bounded whatever its length; a character
+    split by the cut is dropped, so a long text gives exactly the tokens of
+    its longest prefix of whole characters that fits.
 
     Args:
         vocabulary: list of tokens, or the path of a `vocab.txt`. It must
@@ -37,6 +57,7 @@ class WordPieceTokenizer(PreprocessingLayer):
         max_input_bytes: int, the longest text tokenized, in bytes of the input
             (before invalid UTF-8 is replaced: each bad byte becomes 3); at
             most 2**31 - 1.
+        normalization: `"bert"` (BERT's, the default) or `"nfkc"` (see above).
         **kwargs: base layer arguments (`name`, ...).
 
     Call arguments:
@@ -47,15 +68,15 @@ class WordPieceTokenizer(PreprocessingLayer):
 
     Example:
 
-    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "猫"]
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "##s", "猫", "ｃ"]
     >>> tokenizer = WordPieceTokenizer(vocab)
-    >>> tokenizer(tf.constant(["The cats", "猫!"])).to_list()
-    [[5, 6, 7], [8, 1]]
+    >>> tokenizer(tf.constant(["The cats", "猫!", "Ｃ"])).to_list()
+    [[5, 6, 7], [8, 1], [9]]
     >>> tokenizer.detokenize(tf.constant([[2, 5, 6, 7, 3, 0]])).numpy()
     array([b'the cats'], dtype=object)
     """
 
-    def __init__(self, vocabulary, lower_case=True, max_input_bytes=100_000, **kwargs):
+    def __init__(self, vocabulary, lower_case=True, max_input_bytes=100_000, normalization="bert", **kwargs):
         super().__init__(**kwargs)
         if isinstance(vocabulary, (str, bytes)):
             vocabulary = vocabulary_lib.load_vocabulary(vocabulary)
@@ -69,17 +90,30 @@ class WordPieceTokenizer(PreprocessingLayer):
         if len(set(vocabulary)) != len(vocabulary):
             raise ValueError("`vocabulary` has duplicated tokens.")
         max_input_bytes = _validation.max_input_bytes(max_input_bytes)
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"`normalization` must be one of {NORMALIZATIONS}, got {normalization!r}.")
         self.vocabulary = vocabulary
         self.lower_case = bool(lower_case)
         self.max_input_bytes = max_input_bytes
+        self.normalization = normalization
         self._index = {token: i for i, token in enumerate(vocabulary)}
-        self._tokenizer = tf_text.FastBertTokenizer(
-            vocab=vocabulary,
-            token_out_type=tf.int32,
-            unknown_token="[UNK]",
-            lower_case_nfd_strip_accents=self.lower_case,
-            support_detokenization=True,
-        )
+        if normalization == "nfkc":
+            self._tokenizer = tf_text.FastBertTokenizer(
+                vocab=vocabulary,
+                token_out_type=tf.int32,
+                unknown_token="[UNK]",
+                lower_case_nfd_strip_accents=self.lower_case,
+                support_detokenization=True,
+            )
+        else:  # words come split by `_bert_text`; a word of <= 100 characters has <= 400 bytes
+            self._tokenizer = tf_text.FastWordpieceTokenizer(
+                vocab=vocabulary,
+                token_out_type=tf.int32,
+                unknown_token="[UNK]",
+                no_pretokenization=True,
+                max_bytes_per_word=4 * MAX_WORD_CHARACTERS,
+                support_detokenization=True,
+            )
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
             self._index[t] for t in vocabulary_lib.SPECIAL_TOKENS
         )
@@ -117,11 +151,26 @@ class WordPieceTokenizer(PreprocessingLayer):
             raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")
         # Cut first, so that nothing below costs more than `max_input_bytes`.
         text = cut_at_character(inputs, self.max_input_bytes)
-        # Broken UTF-8 in the input becomes U+FFFD (-> [UNK]); never fail.
+        # Broken UTF-8 in the input becomes U+FFFD (which BERT drops); never fail.
         text = tf_text.coerce_to_structurally_valid_utf8(text, replacement_char="\ufffd")
-        if text.shape.rank == 0:  # FastBertTokenizer wants a batch
-            return self._tokenizer.tokenize(text[None])[0]
-        return self._tokenizer.tokenize(text)
+        if text.shape.rank == 0:  # the tokenizers want a batch
+            return self._tokenize(text[None])[0]
+        if text.shape.rank == 1:
+            return self._tokenize(text)
+        ids = self._tokenize(tf.reshape(text, [-1]))
+        shape = tf.shape(text, out_type=tf.int64)
+        for axis in range(text.shape.rank - 1, 0, -1):  # (N, None) -> (d0, ..., dk, None)
+            ids = tf.RaggedTensor.from_uniform_row_length(ids, shape[axis], validate=False)
+        return ids
+
+    def _tokenize(self, texts):
+        """1-D texts -> ragged `(N, None)` ids."""
+        if self.normalization == "nfkc":
+            return self._tokenizer.tokenize(texts)
+        words = _bert_text.bert_words(texts, self.lower_case)
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_WORD_CHARACTERS
+        words = words.with_flat_values(tf.where(too_long, "[UNK]", words.flat_values))
+        return self._tokenizer.tokenize(words).merge_dims(1, 2)
 
     def detokenize(self, token_ids):
         """Ids `(..., T)` (dense or ragged) back to text `(...)`: `(T,)` gives one text.
@@ -169,6 +218,12 @@ class WordPieceTokenizer(PreprocessingLayer):
                 "vocabulary": self.vocabulary,
                 "lower_case": self.lower_case,
                 "max_input_bytes": self.max_input_bytes,
+                "normalization": self.normalization,
             }
         )
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        # Saved before `normalization` existed: tokenize as it was trained.
+        return cls(**{"normalization": "nfkc", **config})
