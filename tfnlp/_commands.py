@@ -132,6 +132,8 @@ def pretrain(model_name, settings):
             )
         embedding_layer, projector_vocabulary = model.word_softmax.kernel, vocabulary
     else:
+        # Held out first, so that neither the vocabulary nor the model sees it.
+        documents, held_out = _held_out(documents, settings.get("validation_fraction", 0), settings["seed"])
         if settings["vocabulary"]:
             vocabulary = _read_lines(settings["vocabulary"])
         else:
@@ -141,8 +143,11 @@ def pretrain(model_name, settings):
             )
         vocabulary_path = os.path.join(output, "vocab.txt")
         tokenizer = data.WordPieceTokenizer(vocabulary)
+        if held_out:
+            rate = data.unknown_rate(tokenizer, [s for d in held_out for s in d])
+            print(f"Vocabulary: {len(vocabulary):,} tokens; [UNK] on held-out text: "
+                  f"{rate['unknown_tokens']:.2%} of tokens, in {rate['texts_with_unknown']:.1%} of sentences")
         next_sentence = settings.get("objectives", "mlm,nsp") == "mlm,nsp"  # UniLM: n/a
-        documents, held_out = _held_out(documents, settings.get("validation_fraction", 0), settings["seed"])
         common = dict(sequence_length=settings["sequence_length"],
                       max_predictions_per_seq=settings["max_predictions"],
                       batch_size=settings["batch_size"], seed=settings["seed"], shuffle_buffer=1000)

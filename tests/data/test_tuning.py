@@ -59,6 +59,7 @@ NAMES = ["next_sentence_pairs", "bert_pretraining_dataset", "classification_data
          "unilm_pretraining_dataset", "unilm_finetuning_dataset", "elmo_dataset", "read_tfrecords"]
 # Public functions of tfnlp.data that return no pipeline (or, static_tuning, take one).
 NOT_PIPELINES = {"build_word_vocabulary", "character_ids", "count_words", "learn_wordpiece_vocabulary",
+                 "unknown_rate",
                  "load_vocabulary", "objective_counts", "save_vocabulary", "sentence_tokens",
                  "split_words", "static_tuning", "write_tfrecords", "read_labelled", "read_texts",
                  "suggest_sequence_length"}

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -89,14 +91,15 @@ def test_a_cut_vocabulary_still_spells_every_word_of_its_texts():
     documents = datasets.load_documents("en_novels", "validation").take(3)
     counts = data.count_words(documents, progress=False)
     words = tf.constant(list(counts))
-    for size in (337, 596):  # sizes where the learner overshoots on these texts
+    for size in (330, 596):  # sizes where the learner overshoots on these texts
         learned = _wordpiece_learner.learn(counts.items(), size, list(data.SPECIAL_TOKENS),
                                            **vocabulary_lib._learner_options(size))
         assert len(learned) > size
         vocabulary = data.learn_wordpiece_vocabulary(documents, size, progress=False)
         assert len(vocabulary) == size and set(vocabulary) <= set(learned)
         # Cutting the learner's tail instead dropped "##u", "##v", ...: 179
-        # of the 1,445 distinct words became [UNK] at size 337.
+        # of the 1,445 distinct words became [UNK] at size 337 (before the learner left out
+        # unemittable suffixes).
         ids = data.WordPieceTokenizer(vocabulary)(words).flat_values.numpy()
         assert (ids != vocabulary.index("[UNK]")).all(), size
 
@@ -107,3 +110,60 @@ def test_a_size_too_small_for_the_alphabet_is_a_clear_error():
     texts = [" ".join("a" + chr(0x100 + i) for i in range(150))] * 3
     with pytest.raises(ValueError, match=r"`vocabulary_size` \(200\) is too small .* 306 tokens"):
         data.learn_wordpiece_vocabulary(texts, 200, lower_case=False, progress=False)
+
+
+def _chinese_like_texts(characters, sentences, seed=0):
+    """Sentences over `characters` CJK characters with Zipf-like frequencies, and ASCII words."""
+    rng = np.random.default_rng(seed)
+    alphabet = [chr(0x4E00 + i) for i in range(characters)]
+    weights = 1.0 / np.arange(1, characters + 1)
+    weights /= weights.sum()
+    texts = []
+    for _ in range(sentences):
+        chars = rng.choice(alphabet, rng.integers(8, 30), p=weights)
+        texts.append("".join(chars) + "，GDP " + str(rng.integers(0, 10**6)) + "。")
+    return texts, alphabet
+
+
+def test_the_character_budget_follows_the_vocabulary_size_on_cjk_text():
+    texts, _ = _chinese_like_texts(1500, 6000)
+    seen = {c for t in texts for c in t.lower() if not c.isspace()}
+    vocabulary = data.learn_wordpiece_vocabulary(texts, 3200, progress=False)
+    # Half the vocabulary is room for every character seen (the old quarter
+    # kept 800 of them, and every word with another one became [UNK]).
+    assert len(vocabulary) > 0.95 * 3200
+    assert len(seen - set(vocabulary)) == 0
+    held_out, _ = _chinese_like_texts(1500, 300, seed=1)
+    rate = data.unknown_rate(data.WordPieceTokenizer(vocabulary), held_out)
+    assert rate["unknown_tokens"] < 0.01 and rate["tokens"] > 5000
+
+
+def test_no_vocabulary_is_spent_on_pieces_the_tokenizer_cannot_emit():
+    texts, _ = _chinese_like_texts(300, 2000)
+    vocabulary = data.learn_wordpiece_vocabulary(texts, 600, progress=False)
+    suffixes = [t for t in vocabulary if t.startswith("##")]
+    assert suffixes  # the digits and "gdp" have inner characters
+    for token in suffixes:
+        assert not ("\u4e00" <= token[2] <= "\u9fff" or token[2] in "，。,.")
+    # ... and what is left still spells every held-out word it can.
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    held_out, _ = _chinese_like_texts(300, 100, seed=2)
+    assert data.unknown_rate(tokenizer, held_out)["unknown_tokens"] < 0.01
+
+
+def test_characters_left_out_are_counted_in_a_warning_that_says_how_to_keep_them():
+    texts, _ = _chinese_like_texts(1500, 3000)
+    with pytest.warns(UserWarning, match=r"distinct characters, more than `max_unique_characters` "
+                                         r"\(300\): the [\d,]+ rarest .* raise `max_unique_characters`"):
+        data.learn_wordpiece_vocabulary(texts, 400, progress=False)
+
+
+def test_progress_reports_the_size_reached(capsys):
+    data.learn_wordpiece_vocabulary(["the cat sat on the mat"] * 5, 40, progress=True)
+    assert re.search(r"Learned \d+ tokens \(asked for 40\)", capsys.readouterr().out)
+
+
+def test_unknown_rate_counts_tokens_and_texts():
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["a", "b"])
+    assert data.unknown_rate(tokenizer, ["a b", "a c", "", "c c"]) == {
+        "tokens": 6, "unknown_tokens": 0.5, "texts_with_unknown": 2 / 3}

@@ -32,11 +32,17 @@ def test_same_vocabulary_as_tensorflow_text_on_the_bundled_corpora(corpus_counts
     assert size * 0.9 < len(learned)  # a real search, not the characters alone
 
 
-def test_learn_wordpiece_vocabulary_gives_tensorflow_text_s_vocabulary():
+def test_learn_wordpiece_vocabulary_gives_tensorflow_text_s_vocabulary_less_what_is_never_emitted():
     texts = ["the cat sat on the mat", "the dog sat", "春眠不觉晓"] * 20
     counts = data.count_words(texts, progress=False)
-    expected = reference.learn(counts.items(), 60, RESERVED, **_learner_options(60))
-    assert data.learn_wordpiece_vocabulary(texts, 60, progress=False) == expected[:60]
+    options = {k: v for k, v in _learner_options(60).items() if k != "emittable_only"}
+    expected = reference.learn(counts.items(), 60, RESERVED, **options)
+    inside = {c for word in counts for c in word[1:]}
+    never = [t for t in expected if t.startswith("##") and len(t) == 3 and t[2] not in inside]
+    assert {"##" + c for c in "春眠不觉晓"} <= set(never)  # CJK characters are words of their own
+    assert "##t" not in never  # "cat", "sat"
+    learned = data.learn_wordpiece_vocabulary(texts, 60, progress=False)
+    assert learned == [t for t in expected if t not in never][:60]
 
 
 # Small alphabets make every branch likely: pieces shared between words, words

@@ -36,6 +36,7 @@ from tfnlp.data.vocabulary import count_words
 from tfnlp.data.vocabulary import learn_wordpiece_vocabulary
 from tfnlp.data.vocabulary import load_vocabulary
 from tfnlp.data.vocabulary import save_vocabulary
+from tfnlp.data.vocabulary import unknown_rate
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "learn_wordpiece_vocabulary",
     "load_vocabulary",
     "save_vocabulary",
+    "unknown_rate",
     "sentence_tokens",
     "split_words",
     "static_tuning",

@@ -65,7 +65,8 @@ def _input_words(word_counts, reserved_tokens, max_token_length, max_unique_char
 class _Search:
     """One learning problem: the filtered words and the threshold-free first pass."""
 
-    def __init__(self, words, num_iterations, include_joiner_token, joiner, reserved_tokens):
+    def __init__(self, words, num_iterations, include_joiner_token, joiner, reserved_tokens,
+                 emittable_only=False):
         self.words = words
         self.num_iterations = num_iterations
         # With an empty joiner a suffix piece is spelled like a word-initial
@@ -74,6 +75,9 @@ class _Search:
         self.joiner = joiner if include_joiner_token else ""
         self.reserved_tokens = list(reserved_tokens)
         self.chars = {char for word, _ in words for char in word}
+        # A suffix piece of one character no word has inside it can never be
+        # emitted (e.g. "##北" when every CJK character is a word of its own).
+        self.suffix_chars = {char for word, _ in words for char in word[1:]} if emittable_only else self.chars
         self.first = self._endings(((word, count, range(len(word))) for word, count in words))
 
     def _endings(self, words_and_starts):
@@ -106,6 +110,7 @@ class _Search:
         tokens.update((t, c) for t, c in joined.items() if c >= thresh)
         for char in self.chars:
             tokens.setdefault(char, 1)
+        for char in self.suffix_chars:
             tokens.setdefault(self.joiner + char, 1)
         return tokens
 
@@ -161,6 +166,7 @@ def learn(
     slack_ratio=0.05,
     include_joiner_token=True,
     joiner="##",
+    emittable_only=False,
 ):
     """tensorflow-text's `wordpiece_tokenizer_learner_lib.learn`: same arguments, same vocabulary.
 
@@ -169,6 +175,9 @@ def learn(
     threshold of 0 would keep every substring), `max_input_tokens` and
     `max_unique_chars` may be None (no limit), and `word_counts` may be a
     dict or any iterable of (word, count) pairs, generators included.
+    `emittable_only=True` (not tensorflow-text's) leaves out the one-character
+    suffix pieces (`##c`) of characters that no word has after its first
+    character, which a tokenizer splitting text into these words never emits.
     """
     word_counts = list(word_counts.items() if isinstance(word_counts, dict) else word_counts)
     counts = [count for _, count in word_counts]
@@ -179,7 +188,7 @@ def learn(
     upper = max(counts) if upper_thresh is None else min(max(counts), upper_thresh)
     lower = min(counts) if lower_thresh is None else max(min(counts), lower_thresh)
     words = _input_words(word_counts, reserved_tokens, max_token_length, max_unique_chars, max_input_tokens)
-    search = _Search(words, num_iterations, include_joiner_token, joiner, reserved_tokens)
+    search = _Search(words, num_iterations, include_joiner_token, joiner, reserved_tokens, emittable_only)
     slack = max(slack_ratio * vocab_size, 0)
     while True:  # tensorflow-text's learn_binary_search, as a loop
         thresh = (upper + lower) // 2
