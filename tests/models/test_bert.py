@@ -63,6 +63,8 @@ def test_config_round_trip_and_safe_mode_reload(tmp_path, backbone, model_name):
         model = backbone
     config = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
     assert config["registered_name"].startswith("tfnlp>")
+    if model_name == "backbone":
+        assert config["config"]["layer_norm_epsilon"] == 1e-12
     rebuilt = keras.saving.deserialize_keras_object(config)
     assert rebuilt.count_params() == model.count_params()
     path = os.path.join(tmp_path, "model.keras")
@@ -198,7 +200,9 @@ def test_mixed_bfloat16(backbone):
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"num_heads": 3}, "divisible"), ({"dropout": 1.0}, "dropout"), ({"num_layers": 0}, "num_layers")],
+    [({"num_heads": 3}, "divisible"), ({"dropout": 1.0}, "dropout"), ({"num_layers": 0}, "num_layers"),
+     ({"layer_norm_epsilon": 0.0}, "`layer_norm_epsilon` must be a positive number"),
+     ({"layer_norm_epsilon": "1e-5"}, "`layer_norm_epsilon` must be a positive number")],
 )
 def test_bad_backbone_configuration(kwargs, message):
     config = {"vocabulary_size": 100, "num_layers": 2, "num_heads": 2, "hidden_dim": 16, **kwargs}
@@ -237,3 +241,34 @@ def test_pretrainer_default_loss_equals_keras_sparse_cross_entropy(backbone):
         np.testing.assert_allclose(
             ours, keras_loss(y[name], outputs[name], sample_weight=weights[name]), rtol=1e-6
         )
+
+
+def test_too_long_input_error_gives_the_lengths_without_dumping_the_arrays():
+    backbone = models.BertBackbone(50, num_layers=1, num_heads=2, hidden_dim=8, max_sequence_length=4)
+    ids = np.full((2, 7), 11, "int32")  # 11 would show in a dump of the array
+    x = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    for call in (lambda: backbone(x), lambda: backbone.predict(x, verbose=0)):
+        with pytest.raises(ValueError) as error:
+            call()
+        message = str(error.value)
+        assert "is 7, more than `max_sequence_length` (4)" in message
+        assert "11" not in message and "Arguments received" not in message
+
+
+def test_layer_norm_epsilon_is_a_serialized_argument():
+    backbone = models.BertBackbone(100, num_layers=2, num_heads=2, hidden_dim=16, layer_norm_epsilon=1e-5)
+    norms = [backbone.embeddings_norm] + [
+        norm for block in backbone.transformer_layers
+        for norm in (block._self_attention_norm, block._feedforward_norm)
+    ]
+    assert {norm.epsilon for norm in norms} == {1e-5}
+    pretrainer = models.BertPretrainer(backbone)
+    assert pretrainer.masked_lm_head.layer_norm_epsilon == 1e-5
+    config = json.loads(json.dumps(backbone.get_config()))
+    assert config["layer_norm_epsilon"] == 1e-5
+    assert models.BertBackbone.from_config(config).get_config() == backbone.get_config()
+    rebuilt = keras.saving.deserialize_keras_object(
+        json.loads(json.dumps(keras.saving.serialize_keras_object(pretrainer))))
+    assert rebuilt.masked_lm_head.layer_norm_epsilon == rebuilt.backbone.layer_norm_epsilon == 1e-5
+    del config["layer_norm_epsilon"]  # a config written before the argument existed
+    assert models.BertBackbone.from_config(config).layer_norm_epsilon == 1e-12

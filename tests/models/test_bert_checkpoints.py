@@ -170,3 +170,124 @@ def test_matches_a_hugging_face_bert_after_import(tmp_path):
     reference.bert.save_pretrained(tmp_path / "model_only", safe_serialization=True)
     backbone = models.load_hugging_face_checkpoint(str(tmp_path / "model_only"))
     assert_allclose(backbone(x)["pooled_output"], pooled, atol=1e-4)
+
+
+def _hugging_face_bert(directory, **overrides):
+    """A random `BertModel` (6 heads, 3 segment types, non-trivial biases) saved by `save_pretrained`."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(**{
+        "vocab_size": 300, "hidden_size": 96, "num_hidden_layers": 2, "num_attention_heads": 6,
+        "intermediate_size": 128, "max_position_embeddings": 32, "type_vocab_size": 3,
+        "hidden_act": "gelu", **overrides,
+    })
+    reference = transformers.BertModel(config).eval()
+    with torch.no_grad():
+        for name, parameter in reference.named_parameters():
+            if "bias" in name or "LayerNorm" in name:
+                parameter.add_(torch.randn_like(parameter) * 0.05)
+    reference.save_pretrained(directory, safe_serialization=True)
+    return reference
+
+
+def _three_segments():
+    x = _padded_pairs()
+    x["segment_ids"][0, 12:] = 2
+    return x
+
+
+def test_loading_into_a_backbone_lists_every_way_it_differs_from_the_config(tmp_path):
+    _hugging_face_bert(tmp_path)
+    # Same weight shapes as the checkpoint's 6 heads: only the config tells 4 from 6.
+    wrong = models.BertBackbone(300, num_layers=2, num_heads=4, hidden_dim=96, intermediate_dim=128,
+                                max_sequence_length=64, num_segments=2, layer_norm_epsilon=1e-5)
+    before = [v.numpy() for v in wrong.weights]
+    with pytest.raises(ValueError, match=r"does not describe this backbone \(4 problems\)") as error:
+        models.load_hugging_face_checkpoint(str(tmp_path), backbone=wrong)
+    for problem in ("num_attention_heads=6 but the model has num_heads=4",
+                    "max_position_embeddings=32 but the model has max_sequence_length=64",
+                    "type_vocab_size=3 but the model has num_segments=2",
+                    "layer_norm_eps=1e-12 but the model has layer_norm_epsilon=1e-05"):
+        assert problem in str(error.value)
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, wrong.weights, strict=True))  # untouched
+
+    right = models.BertBackbone(300, num_layers=2, num_heads=6, hidden_dim=96, intermediate_dim=128,
+                                max_sequence_length=32, num_segments=3)
+    assert models.load_hugging_face_checkpoint(str(tmp_path), backbone=right) is right
+    x = _three_segments()
+    assert_allclose(right(x), models.load_hugging_face_checkpoint(str(tmp_path))(x), atol=0.0)
+
+
+def test_loading_into_a_google_backbone_checks_the_config_too(tmp_path):
+    pretrainer = _random_pretrainer()
+    models.save_google_checkpoint(pretrainer.backbone, str(tmp_path))
+    wrong = models.BertBackbone(300, num_layers=2, num_heads=2, hidden_dim=64, intermediate_dim=96,
+                                max_sequence_length=32)
+    with pytest.raises(ValueError, match="num_attention_heads=4 but the model has num_heads=2"):
+        models.load_google_checkpoint(str(tmp_path), backbone=wrong)
+
+
+def test_a_google_checkpoint_keeps_a_layer_norm_epsilon_other_than_berts(tmp_path):
+    backbone = models.BertBackbone(50, num_layers=1, num_heads=2, hidden_dim=8, max_sequence_length=16,
+                                   layer_norm_epsilon=1e-5)
+    models.save_google_checkpoint(backbone, str(tmp_path))
+    assert json.loads((tmp_path / "bert_config.json").read_text())["layer_norm_eps"] == 1e-5
+    loaded = models.load_google_checkpoint(str(tmp_path))
+    assert loaded.layer_norm_epsilon == 1e-5
+    x = {"token_ids": np.array([[2, 7, 9, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+         "padding_mask": np.ones((1, 4), "int32")}
+    assert_allclose(loaded(x), backbone(x), atol=0.0)
+
+
+def test_config_values_tfnlp_cannot_compute_are_all_refused(tmp_path):
+    _hugging_face_bert(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config.update(hidden_act="gelu_new", layer_norm_eps=0, position_embedding_type="relative_key",
+                  is_decoder=True)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError) as error:
+        models.load_hugging_face_checkpoint(str(tmp_path))
+    for problem in ("hidden_act='gelu_new'", "layer_norm_eps=0 (must be a positive number)",
+                    "position_embedding_type='relative_key'", "is_decoder=True"):
+        assert problem in str(error.value)
+
+
+def test_pytorch_model_bin_is_read_with_torch_and_without_it_the_error_says_what_to_do(
+    tmp_path, monkeypatch
+):
+    torch = pytest.importorskip("torch")
+    reference = _hugging_face_bert(tmp_path / "safe")
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "config.json").write_text((tmp_path / "safe" / "config.json").read_text())
+    torch.save(reference.state_dict(), bin_folder / "pytorch_model.bin")
+    x = _three_segments()
+    expected = models.load_hugging_face_checkpoint(str(tmp_path / "safe"))(x)
+    assert_allclose(models.load_hugging_face_checkpoint(str(bin_folder))(x), expected, atol=0.0)
+
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)  # as if not installed
+    with pytest.raises(ValueError, match=r"pytorch_model.bin is a PyTorch pickle: .*install torch.*"
+                                         r"convert it to `model.safetensors`"):
+        models.load_hugging_face_checkpoint(str(bin_folder))
+    (bin_folder / "pytorch_model.bin").unlink()
+    with pytest.raises(ValueError, match="has no weights: expected model.safetensors or pytorch_model.bin"):
+        models.load_hugging_face_checkpoint(str(bin_folder))
+
+
+@pytest.mark.parametrize("layer_norm_eps", [1e-12, 1e-5])
+def test_parity_with_hugging_face_on_six_heads_and_three_segment_types(tmp_path, layer_norm_eps):
+    torch = pytest.importorskip("torch")
+    reference = _hugging_face_bert(tmp_path, layer_norm_eps=layer_norm_eps)
+    x = _three_segments()
+    with torch.no_grad():
+        expected = reference(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+        )
+    backbone = models.load_hugging_face_checkpoint(str(tmp_path))
+    assert backbone.layer_norm_epsilon == layer_norm_eps
+    ours = backbone(x)
+    assert_allclose(ours["sequence_output"], expected.last_hidden_state.numpy(), atol=2e-5)
+    assert_allclose(ours["pooled_output"], expected.pooler_output.numpy(), atol=2e-5)

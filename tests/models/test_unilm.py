@@ -72,9 +72,12 @@ def test_every_example_gets_the_mask_of_its_objective():
         np.testing.assert_allclose(mixed["sequence_output"][b], alone, atol=1e-6)
 
 
-def test_from_bert_and_back():
-    bert = models.BertBackbone(40, 2, 2, 16, 32, dropout=0.0, max_sequence_length=40)
+@pytest.mark.parametrize("layer_norm_epsilon", [1e-12, 1e-5])
+def test_from_bert_and_back(layer_norm_epsilon):
+    bert = models.BertBackbone(40, 2, 2, 16, 32, dropout=0.0, max_sequence_length=40,
+                               layer_norm_epsilon=layer_norm_epsilon)
     unilm = UniLMBackbone.from_bert(bert)
+    assert unilm.layer_norm_epsilon == unilm.to_bert().layer_norm_epsilon == layer_norm_epsilon
     inputs = {"token_ids": TOKENS, "segment_ids": SEGMENTS, "padding_mask": PADDING}
     expected = bert(inputs)["sequence_output"]
     # Bidirectional UniLM == BERT, and to_bert() gives the same encoder back.

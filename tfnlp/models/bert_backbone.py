@@ -43,8 +43,8 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
     """BERT: token + segment + learned position embeddings and post-LN blocks.
 
     `embeddings = LayerNorm(token + segment + position)`, dropout, then
-    `num_layers` post-LN `TransformerBlock`s with GELU (layer norm epsilon
-    1e-12 as released), and a pooler: `tanh(Dense(sequence_output[:, 0]))`.
+    `num_layers` post-LN `TransformerBlock`s with GELU, and a pooler:
+    `tanh(Dense(sequence_output[:, 0]))`.
 
     Inputs (a dict, all int32 `(B, T)`, any `T <= max_sequence_length`):
     `token_ids`, `segment_ids` (0 / 1), `padding_mask` (1 real, 0 padding;
@@ -69,6 +69,9 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         dropout: float in [0, 1), on embeddings, attention and sublayers.
         max_sequence_length: int, size of the position table.
         num_segments: int, size of the segment table.
+        layer_norm_epsilon: float > 0, epsilon of every layer norm (the
+            embeddings' and the blocks'); 1e-12 as Google released BERT,
+            1e-5 in microsoft/unilm v1 and PyTorch's default.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Example:
@@ -97,6 +100,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         dropout=0.1,
         max_sequence_length=512,
         num_segments=2,
+        layer_norm_epsilon=1e-12,
         **kwargs,
     ):
         vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
@@ -109,6 +113,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         dropout = _validation.rate("dropout", dropout)
         max_sequence_length = _validation.positive_int("max_sequence_length", max_sequence_length)
         num_segments = _validation.positive_int("num_segments", num_segments)
+        layer_norm_epsilon = _validation.positive_float("layer_norm_epsilon", layer_norm_epsilon)
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
@@ -130,13 +135,13 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         )
         self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
         self.embeddings_norm = LayerNormalization(
-            epsilon=1e-12, dtype=dtype, name="embeddings_norm"
+            epsilon=layer_norm_epsilon, dtype=dtype, name="embeddings_norm"
         )
         self.embeddings_dropout = Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         self.transformer_layers = [
             TransformerBlock(
                 num_heads, intermediate_dim, dropout=dropout, activation="gelu",
-                layer_norm_epsilon=1e-12, kernel_initializer=initializer, dtype=dtype,
+                layer_norm_epsilon=layer_norm_epsilon, kernel_initializer=initializer, dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
             for i in range(num_layers)
@@ -165,6 +170,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         self.dropout = dropout
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
+        self.layer_norm_epsilon = layer_norm_epsilon
 
     def _checked_inputs(self, inputs, **position_inputs):
         """The inputs checked before Keras casts them (dtypes, shapes, id ranges).
@@ -175,12 +181,19 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         specs = {**self._input_specs(), **{
             name: (pattern, None, None) for name, pattern in position_inputs.items()
         }}
-        inputs = _validation.model_inputs(
-            inputs, specs, limits={"T": (self.max_sequence_length, "max_sequence_length")},
-        )
-        inputs = _validation.has_positions(inputs, {
-            "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
-        })
+        try:
+            inputs = _validation.model_inputs(
+                inputs, specs, limits={"T": (self.max_sequence_length, "max_sequence_length")},
+            )
+            inputs = _validation.has_positions(inputs, {
+                "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
+            })
+        except (TypeError, ValueError) as error:
+            # These name the input, its shape and the limit. Keras (3.x,
+            # `traceback_utils.inject_argument_info_in_traceback`) would append
+            # every argument's whole value; it leaves errors so marked as they are.
+            error._keras_call_info_injected = True
+            raise
         if not isinstance(inputs, dict) or _validation.in_symbolic_scope():
             return inputs  # Keras names what is wrong / its shape-only pass
         token_ids = inputs.get("token_ids")
@@ -264,5 +277,6 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
             "dropout": self.dropout,
             "max_sequence_length": self.max_sequence_length,
             "num_segments": self.num_segments,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
         }
 

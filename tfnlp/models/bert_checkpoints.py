@@ -8,6 +8,8 @@ given, a `BertPretrainer`'s heads).
 """
 
 import json
+import math
+import numbers
 import os
 
 import numpy as np
@@ -18,10 +20,51 @@ from tfnlp.models.bert_backbone import BertBackbone
 _LAYER = "bert/encoder/layer_{i}/"
 
 
+# Google's BERT normalizes with epsilon 1e-12; Hugging Face writes it as
+# `layer_norm_eps`, Google's `bert_config.json` leaves it out.
+_EPSILON = 1e-12
+
+
+def unsupported_config_values(config):
+    """What in a BERT config (a dict) tfnlp's `BertBackbone` cannot compute, one line each.
+
+    Args:
+        config: a `config.json` / `bert_config.json` dict.
+
+    Returns:
+        A list of strings, empty when the model can be read exactly.
+    """
+    problems = []
+    activation = config.get("hidden_act", "gelu")
+    if activation != "gelu":
+        problems.append(f"hidden_act={activation!r} (tfnlp's BERT uses exact GELU, 'gelu')")
+    epsilon = config.get("layer_norm_eps", _EPSILON)
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0 < epsilon < math.inf:
+        problems.append(f"layer_norm_eps={epsilon!r} (must be a positive number)")
+    position_type = config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        problems.append(f"position_embedding_type={position_type!r} (only 'absolute' is supported)")
+    model_type = config.get("model_type", "bert")
+    if model_type != "bert":
+        problems.append(f"model_type={model_type!r} (only 'bert' is supported)")
+    for flag in ("is_decoder", "add_cross_attention"):
+        if config.get(flag, False):
+            problems.append(f"{flag}={config[flag]!r} (tfnlp's BERT is an encoder only)")
+    return problems
+
+
 def backbone_config_from_google(config):
-    """`bert_config.json` (a dict) -> `BertBackbone` constructor arguments."""
-    if config.get("hidden_act", "gelu") != "gelu":
-        raise ValueError(f"Only GELU BERT models are supported, got hidden_act={config['hidden_act']!r}.")
+    """`bert_config.json` (a dict) -> `BertBackbone` constructor arguments.
+
+    Raises:
+        ValueError: listing every value the backbone cannot compute (see
+            `unsupported_config_values`).
+    """
+    problems = unsupported_config_values(config)
+    if problems:
+        raise ValueError(
+            f"This BERT config has values tfnlp's BertBackbone does not support: {'; '.join(problems)}."
+        )
     return {
         "vocabulary_size": config["vocab_size"],
         "num_layers": config["num_hidden_layers"],
@@ -31,7 +74,59 @@ def backbone_config_from_google(config):
         "dropout": config.get("hidden_dropout_prob", 0.1),
         "max_sequence_length": config["max_position_embeddings"],
         "num_segments": config.get("type_vocab_size", 2),
+        "layer_norm_epsilon": config.get("layer_norm_eps", _EPSILON),
     }
+
+
+def config_mismatches(config, backbone):
+    """How a checkpoint's config differs from an existing `BertBackbone`, one line each.
+
+    Compares every size (a wrong `num_attention_heads` keeps every weight's
+    shape, so only the config can tell), the segment and position tables,
+    and the layer-norm epsilon (`layer_norm_eps`, 1e-12 when absent) with
+    the backbone's arguments; values no `BertBackbone` supports are listed
+    too.
+
+    Args:
+        config: the checkpoint's config dict.
+        backbone: a `BertBackbone` (or subclass).
+
+    Returns:
+        A list of strings, empty when the backbone is the checkpoint's model.
+    """
+    problems = unsupported_config_values(config)
+    pairs = (
+        ("vocab_size", None, "vocabulary_size"),
+        ("num_hidden_layers", None, "num_layers"),
+        ("num_attention_heads", None, "num_heads"),
+        ("hidden_size", None, "hidden_dim"),
+        ("intermediate_size", None, "intermediate_dim"),
+        ("max_position_embeddings", None, "max_sequence_length"),
+        ("type_vocab_size", 2, "num_segments"),
+        ("layer_norm_eps", _EPSILON, "layer_norm_epsilon"),
+    )
+    for key, default, attribute in pairs:
+        value = config.get(key, default)
+        if value != getattr(backbone, attribute):
+            problems.append(f"{key}={value!r} but the model has {attribute}={getattr(backbone, attribute)!r}")
+    return problems
+
+
+def _checked_backbone(config, backbone, path, backbone_cls=BertBackbone):
+    """`backbone`, after comparing it with `config`; or a new `backbone_cls` built from `config`."""
+    if backbone is None:
+        return backbone_cls(**backbone_config_from_google(config))
+    if not isinstance(backbone, backbone_cls):
+        raise ValueError(
+            f"`backbone` must be a {backbone_cls.__name__}, got {type(backbone).__name__}."
+        )
+    problems = config_mismatches(config, backbone)
+    if problems:
+        raise ValueError(
+            f"The checkpoint's config {path} does not describe this backbone "
+            f"({len(problems)} problems):\n  " + "\n  ".join(problems)
+        )
+    return backbone
 
 
 _REQUIRED_KEYS = ("vocab_size", "num_hidden_layers", "num_attention_heads", "hidden_size",
@@ -75,7 +170,11 @@ def _check_vocabulary_file(directory, config):
 
 
 def _targets(backbone, pretrainer=None):
-    """Google name -> (tfnlp variable, (Google -> tfnlp, tfnlp -> Google) array maps)."""
+    """Google name -> (tfnlp variable, (Google -> tfnlp, tfnlp -> Google) array maps).
+
+    `pretrainer`: a task model with a `masked_lm_head` (`BertPretrainer`,
+    `UniLM`) and, optionally, a `next_sentence_head`.
+    """
     heads = backbone.num_heads
     head_dim = backbone.hidden_dim // heads
     same = (lambda a: a, lambda a: a)
@@ -122,7 +221,8 @@ def _targets(backbone, pretrainer=None):
             "cls/predictions/transform/LayerNorm/beta": (head._norm.beta, same),
             "cls/predictions/output_bias": (head.output_bias, same),
         })
-        nsp = pretrainer.next_sentence_head  # None for masked-LM-only pretraining
+        # None for masked-LM-only pretraining; UniLM has no such head.
+        nsp = getattr(pretrainer, "next_sentence_head", None)
         if nsp is not None:
             targets.update({  # Google stores the NSP kernel as (2, H)
                 "cls/seq_relationship/output_weights": (nsp.kernel, transpose),
@@ -131,8 +231,17 @@ def _targets(backbone, pretrainer=None):
     return targets
 
 
-def assign_google_weights(weights, backbone, pretrainer=None, source="checkpoint"):
+def assign_google_weights(weights, backbone, pretrainer=None, source="checkpoint", problems=()):
     """Assigns a `{google name: array}` map, after checking all of it.
+
+    Args:
+        weights: `{Google name: array}`, kernels `(in, out)`.
+        backbone: a `BertBackbone` (or subclass).
+        pretrainer: optional task model with a `masked_lm_head` (and
+            optionally a `next_sentence_head`) whose heads are filled too.
+        source: what to call the weights in the error.
+        problems: problems the caller found already (config mismatches,
+            unsupported tensors), reported with these.
 
     Raises:
         ValueError: listing every missing tensor, every shape mismatch and
@@ -140,7 +249,7 @@ def assign_google_weights(weights, backbone, pretrainer=None, source="checkpoint
             any variable is changed.
     """
     targets = _targets(backbone, pretrainer)
-    problems = [f"missing {name}" for name in targets if name not in weights]
+    problems = list(problems) + [f"missing {name}" for name in targets if name not in weights]
     converted = {}
     for name, (variable, (to_tfnlp, to_google)) in targets.items():
         if name in weights:
@@ -158,7 +267,7 @@ def assign_google_weights(weights, backbone, pretrainer=None, source="checkpoint
     problems += [f"unexpected {name}" for name in unexpected]
     if problems:
         raise ValueError(
-            f"The {source} does not match this BERT ({len(problems)} problems):\n  "
+            f"The {source} does not match this model ({len(problems)} problems):\n  "
             + "\n  ".join(problems)
         )
     for name, (variable, _) in targets.items():
@@ -173,27 +282,43 @@ def _backbone_weights_as_google(backbone, pretrainer=None):
     }
 
 
-def load_google_checkpoint(directory, pretrainer_cls=None):
-    """Builds a `BertBackbone` from Google's release format.
+def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
+    """Builds a `BertBackbone` from Google's release format (or fills one).
 
     Args:
         directory: a folder with `bert_config.json` and `bert_model.ckpt.*`
             (and `vocab.txt`, which `tfnlp.data.WordPieceTokenizer` reads).
         pretrainer_cls: pass `tfnlp.models.BertPretrainer` to also load the
             masked-LM and next-sentence heads; then a pretrainer is returned.
+        backbone: optional existing `BertBackbone` to load into instead of
+            building one; it must be the model `bert_config.json`
+            describes (heads, sizes, segment and position tables, epsilon).
 
     Returns:
         A `BertBackbone` (or a pretrainer) holding the released weights.
 
     Raises:
-        ValueError: when `bert_config.json` is unreadable or lacks a size,
-            `vocab.txt` has more than `vocab_size` tokens, or
-            the checkpoint's tensors do not fit the configuration (all the
-            problems are listed).
+        ValueError: when `bert_config.json` is unreadable, lacks a size or
+            has a value tfnlp cannot compute (e.g. `hidden_act` other than
+            `"gelu"`), `vocab.txt` has more than `vocab_size` tokens,
+            `backbone` differs from the config, or the checkpoint's tensors
+            do not fit (every problem of a kind is listed in one error).
+
+    Example:
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> save_google_checkpoint(BertBackbone(50, 1, 2, 8, max_sequence_length=16), folder)
+    >>> load_google_checkpoint(folder, backbone=BertBackbone(50, 1, 4, 8, max_sequence_length=16))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: The checkpoint's config .../bert_config.json does not describe this backbone (1 problems):
+      num_attention_heads=2 but the model has num_heads=4
     """
-    config = _read_config(os.path.join(directory, "bert_config.json"))
+    config_path = os.path.join(directory, "bert_config.json")
+    config = _read_config(config_path)
     _check_vocabulary_file(directory, config)
-    backbone = BertBackbone(**backbone_config_from_google(config))
+    backbone = _checked_backbone(config, backbone, config_path)
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     prefix = os.path.join(directory, "bert_model.ckpt")
     try:
@@ -244,6 +369,8 @@ def save_google_checkpoint(backbone, directory, pretrainer=None):
         "type_vocab_size": backbone.num_segments,
         "initializer_range": 0.02,
     }
+    if backbone.layer_norm_epsilon != _EPSILON:  # Google's format leaves BERT's out
+        config["layer_norm_eps"] = backbone.layer_norm_epsilon
     with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2)
     weights = _backbone_weights_as_google(backbone, pretrainer)
@@ -275,7 +402,7 @@ def _google_name(hugging_face_name):
     if parts[0] == "encoder":  # encoder.layer.3.* -> encoder/layer_3/*
         parts = ["encoder", f"layer_{parts[2]}"] + parts[3:]
     leaf = parts.pop()
-    if "LayerNorm" in parts:
+    if "LayerNorm" in parts:  # pytorch_pretrained_bert's files still say gamma / beta
         leaf = {"weight": "gamma", "bias": "beta"}.get(leaf, leaf)
     elif parts[-1].endswith("embeddings"):
         leaf = None  # embedding tables have no leaf in Google's names
@@ -303,35 +430,123 @@ def _check_tied_decoder(config, tensors, path):
         )
 
 
-def load_hugging_face_checkpoint(directory, pretrainer_cls=None):
-    """Builds a `BertBackbone` from a Hugging Face BERT folder.
+def read_pytorch_state_dict(path):
+    """A PyTorch state dict file (`pytorch_model.bin`, UniLM's `.bin`) as `{name: float32 array}`.
 
-    Reads `config.json` and `model.safetensors` with the `safetensors`
-    NumPy API (no torch needed). Works for `BertModel` and
-    `BertForPreTraining` weights (the latter also fill the heads when
+    Read with `torch.load(..., map_location="cpu", weights_only=True)`:
+    tensors only, no pickled code runs. Half-precision tensors become
+    float32.
+
+    Args:
+        path: the file.
+
+    Returns:
+        `{name: numpy array}`.
+
+    Raises:
+        ValueError: when torch is not installed (naming the file, and
+            saying to install torch or convert it to safetensors) or the
+            file cannot be read as a state dict.
+    """
+    try:
+        import torch
+    except ImportError as error:
+        raise ValueError(
+            f"{path} is a PyTorch `torch.save` file: reading it needs torch (`pip install torch`), or "
+            "convert it to `model.safetensors` (e.g. `save_pretrained(..., "
+            "safe_serialization=True)` in transformers)."
+        ) from error
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises its own error types (zip, unpickling, runtime)
+        raise ValueError(f"Cannot read the PyTorch checkpoint {path}: {error}") from error
+    state = state.get("state_dict", state) if isinstance(state, dict) else state
+    if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
+        raise ValueError(f"{path} does not hold a PyTorch state dict (`{{name: tensor}}`).")
+    return {
+        name: (value.float() if value.is_floating_point() else value).numpy()
+        for name, value in state.items()
+    }
+
+
+def _read_hugging_face_tensors(directory):
+    """`{name: array}` from `model.safetensors`, else `pytorch_model.bin` (either maybe sharded)."""
+    from safetensors.numpy import load_file
+
+    def safetensors(path):
+        try:
+            return load_file(path)
+        except Exception as error:  # safetensors raises its own error types
+            raise ValueError(f"Cannot read {path}: {error}") from error
+
+    readers = (("model.safetensors", safetensors), ("pytorch_model.bin", read_pytorch_state_dict))
+    for name, read in readers:
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            return read(path), path
+        index = path + ".index.json"
+        if os.path.exists(index):  # shards: {"weight_map": {tensor: file}}
+            try:
+                with open(index, encoding="utf-8") as f:
+                    files = sorted(set(json.load(f)["weight_map"].values()))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+                raise ValueError(f"Cannot read the shard index {index}: {error}") from error
+            tensors = {}
+            for file in files:
+                tensors.update(read(os.path.join(directory, file)))
+            return tensors, index
+    raise ValueError(
+        f"{directory} has no weights: expected model.safetensors or pytorch_model.bin "
+        "(or their sharded `.index.json`), as `save_pretrained` writes them."
+    )
+
+
+def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
+    """Builds a `BertBackbone` from a Hugging Face BERT folder (or fills one).
+
+    Reads `config.json` (or, without it, `bert_config.json`) and
+    `model.safetensors` with the `safetensors` NumPy API (no torch needed);
+    without it, `pytorch_model.bin` with torch (`weights_only=True`).
+    Sharded weights (`*.index.json`) are read too. Works for `BertModel`
+    and `BertForPreTraining` weights (the latter also fill the heads when
     `pretrainer_cls` is given).
 
     Args:
         directory: the folder written by `save_pretrained`.
         pretrainer_cls: pass `tfnlp.models.BertPretrainer` to also load the
             heads; then a pretrainer is returned.
+        backbone: optional existing `BertBackbone` to load into instead of
+            building one; it must be the model the config describes.
 
     Returns:
         A `BertBackbone` (or a pretrainer) holding the weights.
-    """
-    from safetensors.numpy import load_file
 
-    config = _read_config(os.path.join(directory, "config.json"))
-    if config.get("layer_norm_eps", 1e-12) != 1e-12:
-        raise ValueError(f"Only layer_norm_eps=1e-12 is supported, got {config['layer_norm_eps']}.")
+    Raises:
+        ValueError: when the config is unreadable, lacks a size or has a
+            value tfnlp cannot compute (`hidden_act` other than `"gelu"`,
+            `position_embedding_type` other than `"absolute"`, a decoder),
+            `backbone` differs from
+            it, no weights file is found (or `pytorch_model.bin` without
+            torch), or the tensors do not fit; each error lists every
+            problem of its kind.
+
+    Example:
+
+    >>> import transformers  # doctest: +SKIP
+    >>> transformers.BertModel(transformers.BertConfig(
+    ...     num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+    ...     intermediate_size=512)).save_pretrained("/tmp/bert")  # doctest: +SKIP
+    >>> load_hugging_face_checkpoint("/tmp/bert").num_layers  # doctest: +SKIP
+    2
+    """
+    config_path = os.path.join(directory, "config.json")
+    if not os.path.exists(config_path) and os.path.exists(os.path.join(directory, "bert_config.json")):
+        config_path = os.path.join(directory, "bert_config.json")
+    config = _read_config(config_path)
     _check_vocabulary_file(directory, config)
-    backbone = BertBackbone(**backbone_config_from_google(config))
+    backbone = _checked_backbone(config, backbone, config_path)
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
-    path = os.path.join(directory, "model.safetensors")
-    try:
-        tensors = load_file(path)
-    except Exception as error:  # safetensors raises its own error types
-        raise ValueError(f"Cannot read {path}: {error}") from error
+    tensors, path = _read_hugging_face_tensors(directory)
     if pretrainer is not None:
         _check_tied_decoder(config, tensors, path)
     weights = {}

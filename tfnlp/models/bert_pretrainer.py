@@ -55,10 +55,11 @@ def pretraining_batch(batch):
 class BertPretrainer(CallsBackboneLayers, Task):
     """A `BertBackbone` with BERT's two pretraining heads, or the masked-LM one alone.
 
-    Masked LM: `MaskedLMHead` tied to the backbone's token embedding, applied
-    only at `masked_positions`. Next-sentence prediction: `Dense(2)` on the
-    pooled output. Both output logits (float32 under mixed precision). With
-    `next_sentence=False` (RoBERTa's masked-LM-only pretraining, on
+    Masked LM: `MaskedLMHead` tied to the backbone's token embedding (and
+    using its `layer_norm_epsilon`), applied only at `masked_positions`.
+    Next-sentence prediction: `Dense(2)` on the pooled output. Both output
+    logits (float32 under mixed precision). With `next_sentence=False`
+    (RoBERTa's masked-LM-only pretraining, on
     `bert_pretraining_dataset(..., next_sentence=False)`) there is no
     next-sentence head (`next_sentence_head` is None) and the only output is
     `mlm`; the backbone's pooler, which then feeds nothing, is left out of
@@ -146,6 +147,7 @@ class BertPretrainer(CallsBackboneLayers, Task):
         self.masked_lm_head = MaskedLMHead(
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
             kernel_initializer=bert_kernel_initializer(),
             # float32 under every policy: a bfloat16 head (as keras-hub's)
             # trains measurably worse (benchmarks/README.md, BERT quality).

@@ -47,7 +47,8 @@ class UniLM(CallsBackboneLayers, Task):
     Training (pretraining and seq2seq fine-tuning alike): inputs are the
     backbone's (`token_ids`, `segment_ids`, `padding_mask`, `objective`) plus
     `masked_positions` `(B, P)`; the output is float32 logits `(B, P, V)` at
-    those positions, from `MaskedLMHead` tied to the token embedding.
+    those positions, from `MaskedLMHead` tied to the token embedding (its
+    layer norm uses the backbone's `layer_norm_epsilon`).
     `compile()` without arguments uses AdamW (learning rate 1e-4, decay off
     LayerNorm and biases), sparse cross-entropy and accuracy weighted by the
     masked weights (see `unilm_batch`). The backbone's last block computes
@@ -127,6 +128,7 @@ class UniLM(CallsBackboneLayers, Task):
         self.masked_lm_head = MaskedLMHead(
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
             kernel_initializer=bert_kernel_initializer(),
             # float32 under every policy: a bfloat16 head (as keras-hub's)
             # trains measurably worse (benchmarks/README.md, BERT quality).

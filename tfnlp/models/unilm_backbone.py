@@ -103,6 +103,8 @@ class UniLMBackbone(BertBackbone):
         intermediate_dim: int, FFN size; defaults to `4 * hidden_dim`.
         dropout: float in [0, 1).
         max_sequence_length: int, size of the position table.
+        layer_norm_epsilon: float > 0, epsilon of every layer norm (1e-12
+            as BERT; microsoft/unilm v1 checkpoints use 1e-5).
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Example:
@@ -131,6 +133,7 @@ class UniLMBackbone(BertBackbone):
         intermediate_dim=None,
         dropout=0.1,
         max_sequence_length=512,
+        layer_norm_epsilon=1e-12,
         **kwargs,
     ):
         num_segments = kwargs.pop("num_segments", NUM_SEGMENT_ROWS)
@@ -143,7 +146,7 @@ class UniLMBackbone(BertBackbone):
         self.objective_attention_mask = ObjectiveAttentionMask(name="objective_attention_mask")
         super().__init__(
             vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, dropout,
-            max_sequence_length, NUM_SEGMENT_ROWS, **kwargs,
+            max_sequence_length, NUM_SEGMENT_ROWS, layer_norm_epsilon, **kwargs,
         )
 
     def _input_specs(self):
@@ -171,9 +174,10 @@ class UniLMBackbone(BertBackbone):
     def from_bert(cls, bert_backbone, **overrides):
         """A UniLM initialised from a `BertBackbone` (as UniLM starts from BERT).
 
-        Every weight is copied; the six segment rows start from BERT's
-        segment A (bidirectional A, left-to-right, right-to-left, seq2seq
-        source) and B (bidirectional B, seq2seq target) rows.
+        Every weight and the configuration (layer-norm epsilon included)
+        are copied; the six segment rows start from BERT's segment A
+        (bidirectional A, left-to-right, right-to-left, seq2seq source) and
+        B (bidirectional B, seq2seq target) rows.
 
         Args:
             bert_backbone: a `BertBackbone` (e.g. from
@@ -198,7 +202,7 @@ class UniLMBackbone(BertBackbone):
         return unilm
 
     def to_bert(self):
-        """The bidirectional encoder as a `BertBackbone` with the same weights.
+        """The bidirectional encoder as a `BertBackbone` with the same weights (and epsilon).
 
         Its outputs equal this model's with `objective` 0 (bidirectional),
         so every BERT tool (`BertClassifier`, the exporters) applies.
