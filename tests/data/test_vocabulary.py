@@ -167,3 +167,17 @@ def test_unknown_rate_counts_tokens_and_texts():
     tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["a", "b"])
     assert data.unknown_rate(tokenizer, ["a b", "a c", "", "c c"]) == {
         "tokens": 6, "unknown_tokens": 0.5, "texts_with_unknown": 2 / 3}
+
+
+def test_the_requested_size_is_reached_on_classical_chinese():
+    """The bundled poems: 5,832 distinct characters, nearly every word one character."""
+    from tfnlp import datasets
+
+    train = [s for d in datasets.read_documents("zh_poems", "train") for s in d]
+    test = [s for d in datasets.read_documents("zh_poems", "test") for s in d]
+    vocabulary = data.learn_wordpiece_vocabulary(train, 6000, progress=False)
+    # Half the vocabulary for characters gave 3,089 tokens: the budget grows
+    # by what is missing when there are no words to fill it.
+    assert len(vocabulary) >= 0.95 * 6000
+    rate = data.unknown_rate(data.WordPieceTokenizer(vocabulary), test)
+    assert rate["unknown_tokens"] < 0.01  # characters never seen in training

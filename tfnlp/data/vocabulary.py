@@ -189,10 +189,12 @@ def learn_wordpiece_vocabulary(
             the tokenizer).
         reserved_tokens: tokens placed first, in order.
         max_unique_characters: int, the alphabet size kept; rarer characters
-            become `[UNK]` (with a warning that says how many). Defaults to
-            `character_budget(vocabulary_size)`, half the vocabulary: room
-            for the characters of Chinese text (each CJK character is a token
-            of its own) while leaving the rest to words.
+            become `[UNK]` (with a warning that says how many). By default
+            `character_budget(vocabulary_size)`, half the vocabulary (room
+            for the characters of Chinese text, each CJK character a token of
+            its own, while leaving the rest to words), raised by what the
+            vocabulary still lacks when the texts have too few words to fill
+            it (up to twice).
         output_path: optional path of a `vocab.txt` to write.
         progress: bool, show a progress bar while counting words, then the
             size reached.
@@ -221,9 +223,18 @@ def learn_wordpiece_vocabulary(
     if not counts:
         raise ValueError("`texts` contains no words: cannot learn a vocabulary.")
     options = _learner_options(vocabulary_size, max_unique_characters)
+    distinct = len({char for word in counts for char in word})
+    for _ in range(3):
+        vocabulary = _wordpiece_learner.learn(counts.items(), vocabulary_size, list(reserved_tokens), **options)
+        vocabulary = _cut_to_size(vocabulary, vocabulary_size, reserved_tokens, counts)
+        shortfall = vocabulary_size - len(vocabulary)
+        # Text made of characters more than of words (classical Chinese: every
+        # character a word) leaves the default budget's vocabulary short: give
+        # what is left to the next most frequent characters.
+        if max_unique_characters or shortfall <= 0.05 * vocabulary_size or options["max_unique_chars"] >= distinct:
+            break
+        options["max_unique_chars"] += shortfall
     _warn_about_dropped_characters(counts, options["max_unique_chars"])
-    vocabulary = _wordpiece_learner.learn(counts.items(), vocabulary_size, list(reserved_tokens), **options)
-    vocabulary = _cut_to_size(vocabulary, vocabulary_size, reserved_tokens, counts)
     if progress:
         characters = sum(1 for t in vocabulary if len(t) == 1 and t not in reserved_tokens)
         print(f"Learned {len(vocabulary):,} tokens (asked for {vocabulary_size:,}), "
