@@ -112,6 +112,7 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_bert_pretraining(tmp_
 
 
 def test_documents_in_a_corpus_file_end_at_lines_that_are_blank_once_stripped(tmp_path):
+
     from tfnlp import _commands
 
     corpus = tmp_path / "corpus.txt"
@@ -229,3 +230,16 @@ def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path, capsys):
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "unilm_served" / "1"),
                    "--text", "Call me", "--text", "").split("\n")
     assert len(lines) == 3 and lines[-1] == ""  # two outputs (any text: 2 training steps)
+
+
+def test_a_directory_written_before_the_normalization_key_keeps_its_tokenizer():
+    import tensorflow as tf
+
+    from tfnlp import _commands
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "1998", ","]
+    old = _commands._tokenizer(vocabulary, {"kind": "bert", "settings": {}})  # no key: nfkc
+    new = _commands._tokenizer(vocabulary, {"kind": "bert", "normalization": "bert"})
+    assert (old.normalization, new.normalization) == ("nfkc", "bert")
+    assert old(tf.constant(["１９９８，"])).to_list() == [[5, 6]]
+    assert new(tf.constant(["１９９８，"])).to_list() == [[1, 1]]

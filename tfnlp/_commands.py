@@ -97,7 +97,15 @@ def _fit(model, dataset, settings, paths, callbacks=()):
 def _save_config(paths, kind, settings, strategy, extra=None):
     if training.is_chief(strategy):
         with open(paths["config"], "w", encoding="utf-8") as f:
-            json.dump({"kind": kind, "settings": settings, **(extra or {})}, f, indent=2)
+            json.dump({"kind": kind, "settings": settings, "normalization": "bert", **(extra or {})},
+                      f, indent=2)
+
+
+def _tokenizer(vocabulary, config=None):
+    """A WordPieceTokenizer as the run that wrote `config` had it (before the
+    key existed, tfnlp's tokenizer folded compatibility characters: "nfkc")."""
+    normalization = "bert" if config is None else config.get("normalization", "nfkc")
+    return data.WordPieceTokenizer(vocabulary, normalization=normalization)
 
 
 def pretrain(model_name, settings):
@@ -143,7 +151,7 @@ def pretrain(model_name, settings):
             )
         vocabulary_path = os.path.join(output, "vocab.txt")
         tokenizer = data.WordPieceTokenizer(vocabulary)
-        if held_out:
+        if held_out and training.is_chief(strategy):
             rate = data.unknown_rate(tokenizer, [s for d in held_out for s in d])
             print(f"Vocabulary: {len(vocabulary):,} tokens; [UNK] on held-out text: "
                   f"{rate['unknown_tokens']:.2%} of tokens, in {rate['texts_with_unknown']:.1%} of sentences")
@@ -348,6 +356,7 @@ def finetune(settings):
         pretrained = _pretrained(settings["pretrained"], ("bert",))
         vocabulary = _read_lines(os.path.join(settings["pretrained"], pretrained["vocabulary"]))
         longest = pretrained["settings"]["sequence_length"]
+        tokenizer = _tokenizer(vocabulary, pretrained)
     else:
         learned = os.path.join(settings["output"], "vocab.txt")
         if settings["vocabulary"]:
@@ -359,7 +368,7 @@ def finetune(settings):
                 train.texts + (train.text_pairs or []), settings["vocabulary_size"], progress=False
             )
         longest = 512
-    tokenizer = data.WordPieceTokenizer(vocabulary)
+        tokenizer = data.WordPieceTokenizer(vocabulary)
     length, buckets = _lengths(settings, tokenizer, train, longest)
     preprocessor = data.BertPreprocessor(tokenizer, length)
     batch_size = settings["batch_size"]
@@ -544,7 +553,7 @@ def export(settings):
                                       version=settings["version"])
     else:
         vocabulary = _read_lines(os.path.join(settings["model"], config["vocabulary"]))
-        tokenizer = data.WordPieceTokenizer(vocabulary)
+        tokenizer = _tokenizer(vocabulary, config)
         if kind == "classifier":  # the model carries its preprocessor and labels
             path = export_lib.export_classifier(model, settings["output"], version=settings["version"])
         elif kind == "bert":

@@ -19,7 +19,6 @@ from tests.data import google_bert_tokenization as google
 from tfnlp import data
 from tfnlp.data import _bert_text
 
-transformers = pytest.importorskip("transformers")
 
 # Real lines of the kinds that broke the NFKC normaliser: full-width forms,
 # CJK, Arabic, accented Latin, emoji, combining marks, Korean, Greek, Hindi.
@@ -54,6 +53,7 @@ def _vocabulary(texts, lower_case):
 
 
 def _hugging_face(vocabulary, lower_case, tmp_path):
+    transformers = pytest.importorskip("transformers")
     path = tmp_path / f"vocab_{lower_case}.txt"
     path.write_text("".join(t + "\n" for t in vocabulary), encoding="utf-8")
     tokenizer = transformers.BertTokenizer(str(path), do_lower_case=lower_case)

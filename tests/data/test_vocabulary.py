@@ -151,6 +151,14 @@ def test_no_vocabulary_is_spent_on_pieces_the_tokenizer_cannot_emit():
     assert data.unknown_rate(tokenizer, held_out)["unknown_tokens"] < 0.01
 
 
+def test_a_character_seen_only_first_in_words_can_still_end_a_new_word():
+    texts = ["xi met a man at the dam", "the man and xi ran"] * 20
+    vocabulary = data.learn_wordpiece_vocabulary(texts, 40, progress=False)
+    assert "##x" in vocabulary and "##r" in vocabulary
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    assert data.unknown_rate(tokenizer, ["max", "dax ax"])["unknown_tokens"] == 0
+
+
 def test_characters_left_out_are_counted_in_a_warning_that_says_how_to_keep_them():
     texts, _ = _chinese_like_texts(1500, 3000)
     with pytest.warns(UserWarning, match=r"distinct characters, more than `max_unique_characters` "

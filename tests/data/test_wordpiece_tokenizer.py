@@ -278,3 +278,19 @@ def test_non_string_input_and_lookups():
     with pytest.raises(KeyError, match="'zzz'"):
         tokenizer.token_to_id("zzz")
     assert tokenizer.vocabulary_size() == 6
+
+
+@pytest.mark.parametrize("normalization", ["bert", "nfkc"])
+def test_empty_dimensions_keep_the_input_shape(normalization):
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["a"], normalization=normalization)
+    assert tokenizer(tf.zeros([2, 0], tf.string)).shape.as_list() == [2, 0, None]
+    assert tokenizer(tf.zeros([2, 0, 3], tf.string)).shape.as_list() == [2, 0, 3, None]
+    assert tokenizer(tf.constant([["a", ""], ["a a", "b"]])).to_list() == [[[5], []], [[5, 5], [1]]]
+
+
+def test_an_input_of_unknown_rank_is_a_clear_error():
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["a"])
+    traced = tf.function(lambda x: tokenizer(x).flat_values,
+                         input_signature=[tf.TensorSpec(None, tf.string)])
+    with pytest.raises(ValueError, match="`inputs` must have a known rank"):
+        traced.get_concrete_function()

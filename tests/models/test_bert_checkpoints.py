@@ -267,7 +267,7 @@ def test_pytorch_model_bin_is_read_with_torch_and_without_it_the_error_says_what
     assert_allclose(models.load_hugging_face_checkpoint(str(bin_folder))(x), expected, atol=0.0)
 
     monkeypatch.setitem(__import__("sys").modules, "torch", None)  # as if not installed
-    with pytest.raises(ValueError, match=r"pytorch_model.bin is a PyTorch pickle: .*install torch.*"
+    with pytest.raises(ValueError, match=r"pytorch_model.bin is a PyTorch `torch.save` file: .*install torch.*"
                                          r"convert it to `model.safetensors`"):
         models.load_hugging_face_checkpoint(str(bin_folder))
     (bin_folder / "pytorch_model.bin").unlink()

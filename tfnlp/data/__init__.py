@@ -64,9 +64,9 @@ __all__ = [
     "learn_wordpiece_vocabulary",
     "load_vocabulary",
     "save_vocabulary",
-    "unknown_rate",
     "sentence_tokens",
     "split_words",
     "static_tuning",
     "suggest_sequence_length",
+    "unknown_rate",
 ]

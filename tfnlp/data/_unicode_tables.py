@@ -51,6 +51,11 @@ def character_class(c):
     return KEEP
 
 
+def splits_alone(char):
+    """Whether BERT always splits `char` off as a word of its own (CJK, punctuation)."""
+    return len(char) == 1 and character_class(ord(char)) in (CJK, PUNCT)
+
+
 def sigma_context(c):
     """How `str.lower` sees `c` around a capital sigma: 0 other, 1 cased, 2 case-ignorable.
 

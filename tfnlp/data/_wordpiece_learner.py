@@ -66,7 +66,7 @@ class _Search:
     """One learning problem: the filtered words and the threshold-free first pass."""
 
     def __init__(self, words, num_iterations, include_joiner_token, joiner, reserved_tokens,
-                 emittable_only=False):
+                 split_alone=None):
         self.words = words
         self.num_iterations = num_iterations
         # With an empty joiner a suffix piece is spelled like a word-initial
@@ -75,9 +75,9 @@ class _Search:
         self.joiner = joiner if include_joiner_token else ""
         self.reserved_tokens = list(reserved_tokens)
         self.chars = {char for word, _ in words for char in word}
-        # A suffix piece of one character no word has inside it can never be
-        # emitted (e.g. "##北" when every CJK character is a word of its own).
-        self.suffix_chars = {char for word, _ in words for char in word[1:]} if emittable_only else self.chars
+        # The suffix piece of a character the tokenizer always splits off on its
+        # own ("##北" when every CJK character is a word) can never be emitted.
+        self.suffix_chars = {c for c in self.chars if not split_alone(c)} if split_alone else self.chars
         self.first = self._endings(((word, count, range(len(word))) for word, count in words))
 
     def _endings(self, words_and_starts):
@@ -166,7 +166,7 @@ def learn(
     slack_ratio=0.05,
     include_joiner_token=True,
     joiner="##",
-    emittable_only=False,
+    split_alone=None,
 ):
     """tensorflow-text's `wordpiece_tokenizer_learner_lib.learn`: same arguments, same vocabulary.
 
@@ -175,9 +175,9 @@ def learn(
     threshold of 0 would keep every substring), `max_input_tokens` and
     `max_unique_chars` may be None (no limit), and `word_counts` may be a
     dict or any iterable of (word, count) pairs, generators included.
-    `emittable_only=True` (not tensorflow-text's) leaves out the one-character
-    suffix pieces (`##c`) of characters that no word has after its first
-    character, which a tokenizer splitting text into these words never emits.
+    `split_alone` (not tensorflow-text's), a function of a character, names
+    the characters a tokenizer always splits off as words of their own: their
+    one-character suffix pieces (`##c`), never emitted, are left out.
     """
     word_counts = list(word_counts.items() if isinstance(word_counts, dict) else word_counts)
     counts = [count for _, count in word_counts]
@@ -188,7 +188,7 @@ def learn(
     upper = max(counts) if upper_thresh is None else min(max(counts), upper_thresh)
     lower = min(counts) if lower_thresh is None else max(min(counts), lower_thresh)
     words = _input_words(word_counts, reserved_tokens, max_token_length, max_unique_chars, max_input_tokens)
-    search = _Search(words, num_iterations, include_joiner_token, joiner, reserved_tokens, emittable_only)
+    search = _Search(words, num_iterations, include_joiner_token, joiner, reserved_tokens, split_alone)
     slack = max(slack_ratio * vocab_size, 0)
     while True:  # tensorflow-text's learn_binary_search, as a loop
         thresh = (upper + lower) // 2

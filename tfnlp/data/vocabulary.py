@@ -11,6 +11,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops import bert_tokenizer
 
 from tfnlp.data import _bert_text
+from tfnlp.data import _unicode_tables as unicode_tables
 from tfnlp.data import _wordpiece_learner
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -82,7 +83,7 @@ def count_words(texts, lower_case=True, batch_size=1024, progress=True, normaliz
 def _learner_options(vocabulary_size, max_unique_characters=None):
     """The learner's settings that `learn_wordpiece_vocabulary` chooses (see its Args)."""
     return {"max_unique_chars": max_unique_characters or character_budget(vocabulary_size),
-            "lower_thresh": 1, "emittable_only": True}
+            "lower_thresh": 1, "split_alone": unicode_tables.splits_alone}
 
 
 def character_budget(vocabulary_size):

@@ -27,7 +27,8 @@ class WordPieceTokenizer(PreprocessingLayer):
     accents stripped (NFD, non-spacing marks removed) — then each word into
     its longest-first word pieces (`tensorflow_text.FastWordpieceTokenizer`);
     a word with no spelling in the vocabulary, or longer than 100 characters,
-    is one `[UNK]`. The ids equal those of Google's `FullTokenizer` and of
+    is one `[UNK]` (Hugging Face's limit; Google's code says 200). The ids
+    equal those of Google's `FullTokenizer` and of
     `transformers.BertTokenizer` on the same `vocab.txt`
     (`tests/data/test_bert_tokenizer_parity.py`; docs/data.md lists where
     Hugging Face's tables differ from BERT's). Compatibility characters are
@@ -149,6 +150,8 @@ class WordPieceTokenizer(PreprocessingLayer):
         inputs = tf.convert_to_tensor(inputs)
         if inputs.dtype != tf.string:
             raise TypeError(f"`inputs` must be tf.string, got {inputs.dtype.name}.")
+        if inputs.shape.rank is None:
+            raise ValueError(f"`inputs` must have a known rank, got shape {inputs.shape}.")
         # Cut first, so that nothing below costs more than `max_input_bytes`.
         text = cut_at_character(inputs, self.max_input_bytes)
         # Broken UTF-8 in the input becomes U+FFFD (which BERT drops); never fail.
@@ -160,7 +163,8 @@ class WordPieceTokenizer(PreprocessingLayer):
         ids = self._tokenize(tf.reshape(text, [-1]))
         shape = tf.shape(text, out_type=tf.int64)
         for axis in range(text.shape.rank - 1, 0, -1):  # (N, None) -> (d0, ..., dk, None)
-            ids = tf.RaggedTensor.from_uniform_row_length(ids, shape[axis], validate=False)
+            ids = tf.RaggedTensor.from_uniform_row_length(
+                ids, shape[axis], nrows=tf.reduce_prod(shape[:axis]), validate=False)  # a 0 inside too
         return ids
 
     def _tokenize(self, texts):

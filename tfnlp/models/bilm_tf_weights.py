@@ -30,11 +30,12 @@ bilm-tf (`bilm/model.py`, `BidirectionalLanguageModelGraph`) and tfnlp's
 - The softmax is not in `weights.hdf5` (bilm-tf's `dump_weights` leaves it
   out): the model's `word_softmax` is left as it is.
 
-Two differences remain, neither reaching a real token's vectors: bilm-tf's
-`BidirectionalLanguageModel` is stateful (each batch starts from the LSTM
-states the previous one ended with), while `ELMoBiLM` starts every batch
-from zeros, as bilm-tf's first batch does; and bilm-tf's layer 0 at padding
-positions is the CNN of all-zero ids, tfnlp's is zeros. bilm-tf's
+Two differences remain. bilm-tf's `BidirectionalLanguageModel` is
+stateful (each batch starts from the LSTM states the previous one ended
+with), while `ELMoBiLM` starts every batch from zeros, as bilm-tf's first
+batch does: from bilm-tf's second batch on, real tokens' vectors differ.
+And bilm-tf's layer 0 at padding positions is the CNN of all-zero ids,
+tfnlp's is zeros. bilm-tf's
 `lm_embeddings` also drop `<S>` and `</S>`, which `ELMoBiLM` keeps.
 """
 

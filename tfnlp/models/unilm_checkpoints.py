@@ -154,8 +154,8 @@ def load_unilm_checkpoint(path, task_cls=None, *, config=None, backbone=None):
     >>> model = load_unilm_checkpoint("unilm1-base-cased.bin",  # doctest: +SKIP
     ...                               tfnlp.models.UniLM, config="bert_config.json")
     """
+    state_path = _state_dict_path(path)  # a mistyped path says so first
     config, config_path = _config(path, config)
-    state_path = _state_dict_path(path)
     tensors = bert_checkpoints.read_pytorch_state_dict(state_path)
     tensors = {name: value for name, value in tensors.items() if not name.startswith(_NOT_WEIGHTS)}
     config["type_vocab_size"] = NUM_SEGMENT_ROWS  # as run_seq2seq.py overrides BERT's 2
