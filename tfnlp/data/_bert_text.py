@@ -25,15 +25,33 @@ from tfnlp.data import _unicode_tables as unicode_tables
 _SPACE = 32
 
 
-def _table(name):
-    # Built in each graph that uses it (a cached tensor would belong to the first graph).
-    return tf.constant(unicode_tables.tables()[name])
+class _Tables(dict):
+    """The Unicode tables as constants of the graph being built, each made once
+    (a cached tensor would belong to the first graph; branches capture these)."""
+
+    def __missing__(self, name):
+        self[name] = tf.constant(unicode_tables.tables()[name])
+        return self[name]
 
 
-def _run_value(name, code_points):
+def _run_value(tables, name, code_points):
     """The per-character value `name` of each code point (runs lookup)."""
-    index = tf.searchsorted(_table(name + "_starts"), code_points, side="right") - 1
-    return tf.gather(_table(name + "_values"), index)
+    index = tf.searchsorted(tables[name + "_starts"], code_points, side="right") - 1
+    return tf.gather(tables[name + "_values"], index)
+
+
+def _decomposition(tables, name, flat):
+    """(found, pieces (M, 4)) of the map `name` (`nfd` or `strip`), Hangul by arithmetic."""
+    index, found = _sparse_lookup(tables[name + "_keys"], flat)
+    pieces = tf.gather(tables[name + "_values"], index)
+    syllable = flat - unicode_tables.HANGUL_FIRST
+    hangul = (syllable >= 0) & (syllable < unicode_tables.HANGUL_COUNT)
+    trailing = syllable % 28
+    jamo = tf.stack([
+        0x1100 + syllable // 588, 0x1161 + (syllable % 588) // 28,
+        tf.where(trailing > 0, 0x11A7 + trailing, -1), -tf.ones_like(flat),
+    ], axis=1)
+    return found | hangul, tf.where(hangul[:, None], jamo, pieces)
 
 
 def _sparse_lookup(keys, code_points):
@@ -58,9 +76,9 @@ def _with_rows_alone(flat):
     return tf.concat([flat[:, None], padding], 1)
 
 
-def _clean(flat, row_ids):
+def _clean(tables, flat, row_ids):
     """Step 1: control characters out, whitespace to spaces; and each character's class."""
-    kind = _run_value("class", flat)
+    kind = _run_value(tables, "class", flat)
     keep = tf.not_equal(kind, unicode_tables.DROP)
     flat = tf.where(tf.equal(kind, unicode_tables.SPACE), _SPACE, flat)
     return tf.boolean_mask(flat, keep), tf.boolean_mask(row_ids, keep), tf.boolean_mask(kind, keep)
@@ -80,17 +98,17 @@ def _neighbour_cased(context, row_ids, step):
     return found & tf.equal(tf.gather(context, neighbour), 1)
 
 
-def _lower(flat, row_ids):
+def _lower(tables, flat, row_ids):
     """`str.lower` of each text: the one-to-one map, then the final-sigma rule.
 
     (Only U+0130 lowers to two characters, "i" + U+0307, a mark that the
     accent stripping after this drops: it maps to "i" alone.)
     """
-    index, found = _sparse_lookup(_table("lower_keys"), flat)
-    lowered = tf.where(found, tf.gather(_table("lower_values"), index), flat)
+    index, found = _sparse_lookup(tables["lower_keys"], flat)
+    lowered = tf.where(found, tf.gather(tables["lower_values"], index), flat)
 
     def with_final_sigma():
-        context = _run_value("sigma", flat)
+        context = _run_value(tables, "sigma", flat)
         final = (
             tf.equal(flat, unicode_tables.CAPITAL_SIGMA)
             & _neighbour_cased(context, row_ids, -1)
@@ -102,13 +120,12 @@ def _lower(flat, row_ids):
     return tf.cond(has_sigma, with_final_sigma, lambda: lowered)
 
 
-def _strip_accents_in_order(flat, row_ids):
+def _strip_accents_in_order(tables, flat, row_ids):
     """NFD in canonical order, then without non-spacing marks: the general case."""
-    index, found = _sparse_lookup(_table("nfd_keys"), flat)
-    flat, row_ids = _replace(flat, row_ids, tf.where(
-        found[:, None], tf.gather(_table("nfd_values"), index), _with_rows_alone(flat)))
-    combining = _run_value("combining", flat)
-    kept = tf.equal(_run_value("mark", flat), 0)
+    found, pieces = _decomposition(tables, "nfd", flat)
+    flat, row_ids = _replace(flat, row_ids, tf.where(found[:, None], pieces, _with_rows_alone(flat)))
+    combining = _run_value(tables, "combining", flat)
+    kept = tf.equal(_run_value(tables, "mark", flat), 0)
     # Canonical order sorts each run of combining characters (class > 0) by
     # class; a run starts at a character of class 0 (marks included) or a text.
     starts = tf.not_equal(row_ids, tf.concat([[-1], row_ids[:-1]], 0)) | tf.equal(combining, 0)
@@ -118,7 +135,7 @@ def _strip_accents_in_order(flat, row_ids):
     return tf.boolean_mask(flat, kept), tf.boolean_mask(row_ids, kept)
 
 
-def _strip_accents(flat, row_ids):
+def _strip_accents(tables, flat, row_ids):
     """NFD, then without non-spacing marks (Mn).
 
     Each character maps to its decomposition less its marks (`é` -> `e`, a
@@ -126,8 +143,7 @@ def _strip_accents(flat, row_ids):
     changes nothing then, unless a combining character that is not a mark
     (U+1D165, ...) is there: that rare case takes the general path.
     """
-    index, found = _sparse_lookup(_table("strip_keys"), flat)
-    pieces = tf.gather(_table("strip_values"), index)  # (M, 4)
+    found, pieces = _decomposition(tables, "strip", flat)  # (M,), (M, 4)
 
     def one_to_one():  # every character gives at most one: no expansion
         values = tf.where(found, pieces[:, 0], flat)
@@ -140,8 +156,8 @@ def _strip_accents(flat, row_ids):
     def stripped():
         return tf.cond(tf.reduce_all(~found | (pieces[:, 1] < 0)), one_to_one, expanded)
 
-    needs_order = tf.reduce_any(tf.not_equal(_run_value("reorder", flat), 0))
-    return tf.cond(needs_order, lambda: _strip_accents_in_order(flat, row_ids), stripped)
+    needs_order = tf.reduce_any(tf.not_equal(_run_value(tables, "reorder", flat), 0))
+    return tf.cond(needs_order, lambda: _strip_accents_in_order(tables, flat, row_ids), stripped)
 
 
 def _words(flat, row_ids, alone, nrows):
@@ -162,14 +178,19 @@ def _words(flat, row_ids, alone, nrows):
         strings, tf.cast(tf.boolean_mask(row_ids, start), tf.int64), nrows=nrows, validate=False)
 
 
-@tf.autograph.experimental.do_not_convert  # plain TensorFlow ops: tracing it as is is 4x faster
+@tf.autograph.experimental.do_not_convert  # plain TensorFlow ops, nothing to convert
 def bert_words(texts, lower_case):
     """BERT's words of each text of `texts` (1-D `tf.string`, valid UTF-8): ragged `(N, None)`."""
+    return _bert_words(texts, bool(lower_case))
+
+
+def _bert_words(texts, lower_case):
+    tables = _Tables()
     chars = tf.strings.unicode_decode(texts, "UTF-8")
     flat, row_ids = chars.flat_values, tf.cast(chars.value_rowids(), tf.int32)
-    flat, row_ids, kind = _clean(flat, row_ids)
+    flat, row_ids, kind = _clean(tables, flat, row_ids)
     if lower_case:
-        flat, row_ids = _strip_accents(_lower(flat, row_ids), row_ids)
-        kind = _run_value("class", flat)  # CJK stays CJK; what is punctuation now
+        flat, row_ids = _strip_accents(tables, _lower(tables, flat, row_ids), row_ids)
+        kind = _run_value(tables, "class", flat)  # CJK stays CJK; what is punctuation now
     alone = tf.equal(kind, unicode_tables.CJK) | tf.equal(kind, unicode_tables.PUNCT)
     return _words(flat, row_ids, alone, tf.cast(chars.nrows(), tf.int64))

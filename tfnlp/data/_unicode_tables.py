@@ -30,6 +30,8 @@ CJK_RANGES = (
 )
 CAPITAL_SIGMA, FINAL_SIGMA = 0x03A3, 0x03C2
 MAX_DECOMPOSITION = 4  # the longest NFD of one code point
+# Hangul syllables decompose by arithmetic (Unicode 3.12), not by table.
+HANGUL_FIRST, HANGUL_COUNT = 0xAC00, 11172
 
 
 def _code_points():
@@ -113,6 +115,8 @@ def build_tables():
         combining[c] = unicodedata.combining(char)
         sigma[c] = sigma_context(c)
         lower = char.lower()
+        if HANGUL_FIRST <= c < HANGUL_FIRST + HANGUL_COUNT:
+            continue  # no case, no marks; decomposed by arithmetic
         if lower != char:
             lower_keys.append(c)
             lower_values.append(ord(lower[0]))  # only U+0130 lowers to two: "i" + U+0307, a mark
