@@ -294,3 +294,15 @@ def test_an_input_of_unknown_rank_is_a_clear_error():
                          input_signature=[tf.TensorSpec(None, tf.string)])
     with pytest.raises(ValueError, match="`inputs` must have a known rank"):
         traced.get_concrete_function()
+
+
+def test_many_short_texts_next_to_a_long_one_cost_what_their_characters_do():
+    # RaggedTensor.value_rowids() took memory of (texts x longest text): 13 GB
+    # for this batch (the pieces of fill-mask's "[MASK] " * 150_000 beside a
+    # 100 kB word), and a served fill-mask export was killed for it.
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["x", "##x"])
+    texts = tf.constant(["x" * 100_000] + [" "] * 14_000 + ["x x"])
+    ids = tf.function(lambda t: tokenizer(t))(texts)
+    assert ids.shape[0] == 14_002
+    assert ids[0].numpy().tolist() == [1]  # a word of more than 100 characters: [UNK]
+    assert ids[-1].numpy().tolist() == [5, 5] and ids[1:-1].flat_values.shape[0] == 0
