@@ -1,14 +1,13 @@
 """The Unicode tables behind BERT's text normalisation (`_bert_text.py`).
 
 BERT's `BasicTokenizer` asks Python's `unicodedata` and `str.lower` about
-every character. The answers are collected here once, from the running
-Python, into compact arrays: runs of a per-character value as
+every character. The answers are collected into compact arrays: runs of a per-character value as
 `(starts, values)` (the value of code point `c` is
 `values[searchsorted(starts, c, "right") - 1]`), and sparse maps as sorted
 `(keys, values)`. They are built by `build_tables()` from Python 3.11's
-`unicodedata` (Unicode 14.0.0) and stored in `unicode_tables.npz` (100 kB,
-read in 10 ms instead of built in 2 s), so that tokenization does not
-change with the Python version; `python -m tfnlp.data._unicode_tables`
+`unicodedata` (Unicode 14.0.0) and stored in `unicode_tables.npz` (read
+once, not built in every process), so that tokenization does not change
+with the Python version; `python -m tfnlp.data._unicode_tables`
 writes the file again, and a test checks it against `build_tables()`.
 """
 
@@ -98,7 +97,7 @@ def stored_unicode_version():
 
 
 def build_tables():
-    """The tables, from this Python's `unicodedata` (~2 s)."""
+    """The tables, from this Python's `unicodedata` (slow: every code point)."""
     classes = np.zeros(sys.maxunicode + 1, np.int32)
     marks = np.zeros_like(classes)
     combining = np.zeros_like(classes)

@@ -412,8 +412,8 @@ def _attention_weights(scores, mask, keep, scale, dtype):
 # and checkpoints are unchanged) in one 2-D matmul each. Keras' einsum
 # "btd,dnh->btnh" runs as a batched matmul that broadcasts the kernel, so
 # its kernel gradient is one product per batch element summed afterwards;
-# as a 2-D matmul it is a single product (measured: a BERT-mini training
-# step's attention projections 2x faster). A quantized layer is called
+# as a 2-D matmul it is a single product (faster: benchmarks/README.md,
+# attention_benchmark.py). A quantized layer is called
 # instead: its kernel holds integers whose scales only the layer applies.
 
 

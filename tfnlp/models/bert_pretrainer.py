@@ -69,8 +69,9 @@ class BertPretrainer(CallsBackboneLayers, Task):
 
     The backbone's last block computes its output only where the heads read
     it, at `[CLS]` and `masked_positions` (`TransformerBlock`'s
-    `output_positions`): the same logits as the full pass, and a BERT-tiny
-    training step about 1.2x faster (`benchmarks/README.md`).
+    `output_positions`): the same logits as the full pass in a faster
+    training step (`benchmarks/last_block_benchmark.py`, figures in
+    `benchmarks/README.md`).
 
     `compile()` without arguments uses tfnlp's fused AdamW (weight decay
     0.01, not applied to LayerNorm weights and biases), sparse cross-entropy
