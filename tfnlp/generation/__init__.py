@@ -1,6 +1,6 @@
-"""Greedy and beam-search decoding over a cached, one-token-per-step decoder.
+"""Greedy search, beam search and sampling over a cached, one-token-per-step decoder.
 
-Both searches take a `step_fn(token_ids, index, state, context) -> (logits,
+All three take a `step_fn(token_ids, index, state, context) -> (logits,
 state)` and run in one `tf.while_loop` with static shapes, so a model's
 `generate` traces them once inside a `tf.function` and reuses the graph.
 `TransformerSeq2Seq.generate` is the model-level entry point.
@@ -10,5 +10,6 @@ from tfnlp.generation.beam_search import beam_search
 from tfnlp.generation.beam_search import length_penalty_factor
 from tfnlp.generation.beam_search import tile_beams
 from tfnlp.generation.greedy_search import greedy_search
+from tfnlp.generation.sampling import sample
 
-__all__ = ["beam_search", "greedy_search", "length_penalty_factor", "tile_beams"]
+__all__ = ["beam_search", "greedy_search", "length_penalty_factor", "sample", "tile_beams"]

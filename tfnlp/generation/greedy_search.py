@@ -1,8 +1,11 @@
 """Greedy decoding over a cached step function, in one `tf.while_loop`."""
 
+import numpy as np
 import tensorflow as tf
 
 from tfnlp.generation import _common
+from tfnlp.generation import _loop
+from tfnlp.generation import sampling
 
 
 def greedy_search(
@@ -14,6 +17,8 @@ def greedy_search(
     context=(),
     pad_id=0,
     no_repeat_ngram_size=0,
+    repetition_penalty=1.0,
+    max_new_tokens=None,
 ):
     """Generates the most probable token at every step until `end_id`.
 
@@ -46,6 +51,10 @@ def greedy_search(
             generated sequence (3 is UniLM's trigram blocking). `end_id`
             is never banned (it occurs once), so a sequence whose every
             other continuation is banned ends.
+        repetition_penalty: number > 0 (1: off), or one per sequence: CTRL's
+            penalty on tokens already generated (see `sample`).
+        max_new_tokens: optional int or `(B,)` ints in `[1, max_length]`, a
+            sequence ends after this many tokens.
 
     Returns:
         A dict: `token_ids` int32 `(B, max_length)` (the generated tokens, the
@@ -65,6 +74,17 @@ def greedy_search(
     >>> result["lengths"].numpy()
     array([4, 2], dtype=int32)
     """
+    loop, start_ids = greedy_loop(
+        step_fn, start_ids, max_length, end_id, context=context, pad_id=pad_id,
+        no_repeat_ngram_size=no_repeat_ngram_size, repetition_penalty=repetition_penalty,
+        max_new_tokens=max_new_tokens,
+    )
+    return loop.run(start_ids, state)
+
+
+def greedy_loop(step_fn, start_ids, max_length, end_id, *, context=(), pad_id=0,
+                no_repeat_ngram_size=0, repetition_penalty=1.0, max_new_tokens=None):
+    """The checked `TokenLoop` of `greedy_search` (also stepped one token at a time to stream)."""
     max_length = _common.check_arguments(
         max_length, no_repeat_ngram_size, end_id=end_id, pad_id=pad_id
     )
@@ -72,34 +92,16 @@ def greedy_search(
     step_fn = _common.checked_step(step_fn, end_id)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
-    sequences = tf.concat(
-        [start_ids[:, None], tf.fill([batch_size, max_length], tf.constant(pad_id, tf.int32))], 1
-    )  # (B, L + 1)
-    finished = tf.zeros([batch_size], tf.bool)
-    scores = tf.zeros([batch_size], tf.float32)
-    lengths = tf.zeros([batch_size], tf.int32)
+    penalty = None
+    if tf.is_tensor(repetition_penalty) or np.any(np.asarray(repetition_penalty) != 1.0):
+        penalty = sampling.per_row("repetition_penalty", repetition_penalty, batch_size)
+    limits = sampling.row_limits(max_new_tokens, max_length, batch_size)
 
-    def cond(step, sequences, finished, scores, lengths, state):
-        return (step < max_length) & ~tf.reduce_all(finished)
-
-    def body(step, sequences, finished, scores, lengths, state):
-        tokens = tf.gather(sequences, step, axis=1)  # (B,)
-        logits, state = step_fn(tokens, step, state, context)
-        log_probs = _common.log_probabilities(logits)
+    def choose(logits, sequences, step):
+        if penalty is not None:
+            logits = sampling.repetition_penalized(logits, sequences, step, penalty)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
         log_probs = _common.maybe_block(log_probs, sequences, step, no_repeat_ngram_size)
-        next_ids = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-        next_log_probs = tf.gather(log_probs, next_ids, batch_dims=1)
-        next_ids = tf.where(finished, pad_id, next_ids)
-        scores += tf.where(finished, 0.0, next_log_probs)
-        lengths += tf.cast(~finished, tf.int32)
-        finished |= tf.equal(next_ids, end_id)
-        sequences = _common.write_column(sequences, step + 1, next_ids)
-        return step + 1, sequences, finished, scores, lengths, state
+        return tf.argmax(log_probs, axis=-1, output_type=tf.int32)
 
-    _, sequences, _, scores, lengths, _ = tf.while_loop(
-        cond,
-        body,
-        (tf.constant(0), sequences, finished, scores, lengths, state),
-        maximum_iterations=max_length,
-    )
-    return {"token_ids": sequences[:, 1:], "lengths": lengths, "scores": scores}
+    return _loop.TokenLoop(step_fn, max_length, end_id, choose, context, pad_id, limits), start_ids
