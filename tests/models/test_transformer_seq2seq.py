@@ -257,11 +257,11 @@ def test_generate_compiles_with_xla_by_default_only_where_a_gpu_is_visible(monke
     model = tiny()
     settings = {"start_id": START, "end_id": END, "max_length": 5}
     plain = model.generate(SOURCE, SOURCE_MASK, **settings)  # this CPU: "auto" is no XLA
-    assert [key[8] for key in model._generate_functions.by_setting] == [False]
+    assert [dict(key)["jit_compile"] for key in model._generate_functions.by_setting] == [False]
     devices = tf.config.list_physical_devices() + [type("Device", (), {"device_type": "GPU"})()]
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda *args: devices)
     compiled = model.generate(SOURCE, SOURCE_MASK, **settings)
-    assert sorted(key[8] for key in model._generate_functions.by_setting) == [False, True]
+    assert sorted(dict(key)["jit_compile"] for key in model._generate_functions.by_setting) == [False, True]
     np.testing.assert_array_equal(compiled["token_ids"], plain["token_ids"])
     with pytest.raises(ValueError, match="jit_compile"):
         model.generate(SOURCE, SOURCE_MASK, jit_compile="yes", **settings)

@@ -289,9 +289,9 @@ def test_generate_compiles_with_xla_by_default_only_where_a_gpu_is_visible(monke
     model = unilm_model()
     settings = {"end_id": SEP, "mask_id": MASK, "max_length": 5}
     plain = model.generate(SOURCES, SOURCES > 0, **settings)  # this CPU: "auto" is no XLA
-    assert [key[8] for key in model._generate_functions.by_setting] == [False]
+    assert [dict(key)["jit_compile"] for key in model._generate_functions.by_setting] == [False]
     devices = tf.config.list_physical_devices() + [type("Device", (), {"device_type": "GPU"})()]
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda *args: devices)
     compiled = model.generate(SOURCES, SOURCES > 0, **settings)
-    assert sorted(key[8] for key in model._generate_functions.by_setting) == [False, True]
+    assert sorted(dict(key)["jit_compile"] for key in model._generate_functions.by_setting) == [False, True]
     np.testing.assert_array_equal(compiled["token_ids"], plain["token_ids"])

@@ -83,8 +83,13 @@ def greedy_search(
 
 
 def greedy_loop(step_fn, start_ids, max_length, end_id, *, context=(), pad_id=0,
-                no_repeat_ngram_size=0, repetition_penalty=1.0, max_new_tokens=None):
-    """The checked `TokenLoop` of `greedy_search` (also stepped one token at a time to stream)."""
+                no_repeat_ngram_size=0, repetition_penalty=1.0, max_new_tokens=None,
+                penalized_ids=None):
+    """The checked `TokenLoop` of `greedy_search` (also stepped one token at a time to stream).
+
+    `penalized_ids` `(B, P)`: more tokens the repetition penalty counts (a
+    prompt's; negative entries are ignored), as in `sample`.
+    """
     max_length = _common.check_arguments(
         max_length, no_repeat_ngram_size, end_id=end_id, pad_id=pad_id
     )
@@ -99,7 +104,8 @@ def greedy_loop(step_fn, start_ids, max_length, end_id, *, context=(), pad_id=0,
 
     def choose(logits, sequences, step):
         if penalty is not None:
-            logits = sampling.repetition_penalized(logits, sequences, step, penalty)
+            logits = sampling.repetition_penalized(logits, sequences, step, penalty,
+                                                   penalized_ids)
         log_probs = tf.nn.log_softmax(logits, axis=-1)
         log_probs = _common.maybe_block(log_probs, sequences, step, no_repeat_ngram_size)
         return tf.argmax(log_probs, axis=-1, output_type=tf.int32)

@@ -13,6 +13,9 @@ from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
+from tfnlp.generation.compiled_search import check_stream
+from tfnlp.generation.compiled_search import decoding_options
+from tfnlp.generation.compiled_search import streamed_texts
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
@@ -599,12 +602,22 @@ class TransformerSeq2Seq(FromConfig, Task):
         pad_id=None,
         use_cache=True,
         jit_compile="auto",
+        temperature=None,
+        top_k=None,
+        top_p=None,
+        seed=None,
+        repetition_penalty=1.0,
+        max_new_tokens=None,
+        stream=False,
     ):
         """Decodes target tokens for a batch of sources.
 
-        Greedy search for `beam_size=1`, beam search otherwise. The search
-        is traced once per setting into a `tf.function` (any batch size and
-        source length) and reused by later calls.
+        Greedy search for `beam_size=1`, beam search otherwise, sampling
+        when `temperature`, `top_k`, `top_p` or `seed` is given
+        (`tfnlp.generation.sample`: a seed gives the same text on every
+        backend). The search is traced once per setting into a
+        `tf.function` (any batch size and source length; new sampling
+        values do not trace again) and reused by later calls.
 
         On texts (a model with tokenizers): `generate(["source", ...])`
         tokenizes the sources as `tfnlp.export.export_seq2seq` does (`S
@@ -637,13 +650,33 @@ class TransformerSeq2Seq(FromConfig, Task):
                 in float32 but slower under bfloat16, and it compiles once
                 per batch size and source length, so `"auto"` leaves it
                 off on CPUs.
+            temperature: sampling: a number > 0 (default 1 when sampling),
+                or one per sequence.
+            top_k: sampling: keep the k most probable tokens (0: all).
+            top_p: sampling: keep the smallest set of most probable tokens
+                whose probability reaches `top_p` (1: all).
+            seed: sampling: an int in `[0, 2**63)` (row `b` uses `seed + b`)
+                or one per sequence; the same seed gives the same text.
+                Default: a random seed when another sampling option is
+                given.
+            repetition_penalty: number > 0 (1: off), CTRL's penalty on
+                tokens already generated; greedy search and sampling.
+            max_new_tokens: optional int (or one per sequence) in `[1,
+                max_length]`: a sequence ends after this many tokens;
+                greedy search and sampling.
+            stream: True returns a generator that yields each step as it is
+                decoded (greedy search and sampling): on token ids the
+                next token of every sequence, int32 NumPy `(B,)` (`pad_id`
+                once a sequence has ended); on texts a list of the new
+                text of every sequence (joined, the pieces are the
+                generated texts). Python only: TF Serving has no streaming.
 
         Returns:
             On texts, a list of the generated texts. Else a dict: `token_ids`
             int32 `(B, max_length)` (the best hypothesis, end token
             included, then padding), `lengths` int32 `(B,)`, `scores`
             float32 `(B,)` (log-probability, length-normalised for beam
-            search).
+            search). With `stream=True`, a generator instead (see above).
 
         Raises:
             ValueError: for a source id outside `[0, source_vocabulary_size)`
@@ -663,23 +696,33 @@ class TransformerSeq2Seq(FromConfig, Task):
             "no_repeat_ngram_size": no_repeat_ngram_size, "pad_id": pad_id,
             "use_cache": use_cache, "jit_compile": jit_compile,
         }
+        _, options = decoding_options(beam_size, temperature, top_k, top_p, seed,
+                                      repetition_penalty, max_new_tokens)
+        check_stream(stream, beam_size)
         if texts is not None:
             if encoder_padding_mask is not None:
                 raise ValueError("`encoder_padding_mask` is for token ids, not texts.")
             settings["max_length"] = self.target_length if max_length is None else max_length
             source, mask = tokenized_sources(self.source_tokenizer, texts, self.source_length)
-            output = self.generate(source, mask, start_id=start_id, end_id=end_id, **settings)
+            output = self._generate_ids(source, mask, start_id, end_id, settings, options, stream)
+            if stream:
+                return streamed_texts(tokenizer, output)
             return decoded_texts(tokenizer, output["token_ids"])
         missing_token_ids(self, start_id=start_id, end_id=end_id)
         settings["max_length"] = 64 if max_length is None else max_length
         settings["pad_id"] = 0 if pad_id is None else pad_id
+        return self._generate_ids(encoder_token_ids, encoder_padding_mask, start_id, end_id,
+                                  settings, options, stream)
+
+    def _generate_ids(self, encoder_token_ids, encoder_padding_mask, start_id, end_id, settings,
+                      options, stream):
         encoder_token_ids, encoder_padding_mask = self._checked_source(
             encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,
             pad_id=settings["pad_id"],
         )
-        return self._generate_functions.run(
-            encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id, **settings
-        )
+        search = self._generate_functions.stream if stream else self._generate_functions.run
+        return search(encoder_token_ids, encoder_padding_mask, start_id=start_id, end_id=end_id,
+                      options=options, **settings)
 
     # --- Texts ---
 

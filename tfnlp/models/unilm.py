@@ -1,11 +1,17 @@
 """UniLM with its masked-LM head: pretraining, seq2seq fine-tuning, generation."""
 
+import functools
+
 import keras
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import CompiledSearch
 from tfnlp.generation.compiled_search import check_source
+from tfnlp.generation.compiled_search import check_stream
+from tfnlp.generation.compiled_search import decoding_options
+from tfnlp.generation.compiled_search import streamed_texts
 from tfnlp.data.unilm import unilm_finetuning_dataset
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
@@ -150,6 +156,11 @@ class UniLM(CallsBackboneLayers, Task):
         self._generate_functions = CompiledSearch(
             self.decoding_step, self.initial_decoding_state, self._check_positions
         )
+        self._continue_functions = CompiledSearch(
+            self.decoding_step,
+            functools.partial(self.initial_decoding_state, objective=masks_lib.LEFT_TO_RIGHT),
+            self._check_positions,
+        )
 
     def _head_layers(self):
         return [self.masked_lm_head]
@@ -262,7 +273,11 @@ class UniLM(CallsBackboneLayers, Task):
         """The backbone's embedding of tokens at explicit (per-example) positions."""
         backbone = self.backbone
         tokens = backbone.token_embedding(token_ids)
-        segments = backbone.segment_embedding(tf.fill(tf.shape(token_ids), segment_row))
+        if tf.is_tensor(segment_row):  # one row per example
+            rows = tf.broadcast_to(segment_row[:, None], tf.shape(token_ids))
+        else:
+            rows = tf.fill(tf.shape(token_ids), segment_row)
+        segments = backbone.segment_embedding(rows)
         table = tf.cast(backbone.position_embedding.position_embeddings, tokens.dtype)
         x = (tokens + segments) + tf.gather(table, positions)
         return backbone.embeddings_norm(x)
@@ -276,8 +291,13 @@ class UniLM(CallsBackboneLayers, Task):
         return x, tuple(updated)
 
     def initial_decoding_state(self, source_token_ids, source_padding_mask, max_length,
-                               use_cache=True, *, mask_id):
+                               use_cache=True, *, mask_id, objective=masks_lib.SEQ2SEQ):
         """`(state, context)` for `decoding_step`, from `[CLS] S [SEP]` sources.
+
+        With `objective=masks.LEFT_TO_RIGHT` the source is a prompt `[CLS]
+        P` read left to right and decoding continues it (`continue_prompt`):
+        each prompt token sees the ones before it, and the context also
+        holds the prompt's ids for the repetition penalty.
 
         With `use_cache` the source goes through the network once and the
         state holds one key/value cache `(B, 2, S + max_length + 1,
@@ -294,7 +314,12 @@ class UniLM(CallsBackboneLayers, Task):
             max_length: int, the most target tokens.
             use_cache: bool.
             mask_id: int, the `[MASK]` token.
+            objective: `masks.SEQ2SEQ` or `masks.LEFT_TO_RIGHT`.
         """
+        if objective not in (masks_lib.SEQ2SEQ, masks_lib.LEFT_TO_RIGHT):
+            raise ValueError(
+                f"`objective` must be masks.SEQ2SEQ or masks.LEFT_TO_RIGHT, got {objective!r}."
+            )
         source_token_ids, source_padding_mask = check_source(
             source_token_ids, source_padding_mask, "source_token_ids"
         )
@@ -309,7 +334,10 @@ class UniLM(CallsBackboneLayers, Task):
             lengths = tf.identity(lengths)
         context = {"source_lengths": lengths, "source_padding_mask": source_padding_mask,
                    "source_token_ids": source_token_ids,
-                   "mask_id": tf.fill([batch_size], tf.constant(mask_id, tf.int32))}
+                   "mask_id": tf.fill([batch_size], tf.constant(mask_id, tf.int32)),
+                   "objective": tf.fill([batch_size], tf.constant(objective, tf.int32))}
+        if objective == masks_lib.LEFT_TO_RIGHT:
+            context["penalized_ids"] = tf.where(source_padding_mask > 0, source_token_ids, -1)
         if not use_cache:
             return {"token_ids": tf.zeros([batch_size, max_length], tf.int32)}, context
         slots = source_length + max_length + 1
@@ -323,12 +351,16 @@ class UniLM(CallsBackboneLayers, Task):
         positions = tf.minimum(tf.range(source_length), self.backbone.max_sequence_length - 1)
         x = self._embed_at(
             source_token_ids, tf.broadcast_to(positions, tf.shape(source_token_ids)),
-            SEGMENT_ROWS[masks_lib.SEQ2SEQ][0],
+            SEGMENT_ROWS[objective][0],
         )
         head_dim = self.backbone.hidden_dim // self.backbone.num_heads
         zeros = tf.zeros([batch_size, 2, slots, self.backbone.num_heads, head_dim], x.dtype)
-        # The source sees the whole (real) source: the seq2seq mask on segment 0.
+        # Seq2seq: the source sees the whole (real) source (the mask on segment
+        # 0); left to right: each prompt token the ones up to itself.
         mask = source_keys[:, None, :]
+        if objective == masks_lib.LEFT_TO_RIGHT:
+            query = tf.range(source_length)[:, None]
+            mask &= (tf.range(slots)[None, :] <= query)[None]
         _, caches = self._run_blocks(x, mask, tuple(zeros for _ in self.backbone.transformer_layers),
                                      0)
         return {"caches": caches}, context
@@ -365,7 +397,9 @@ class UniLM(CallsBackboneLayers, Task):
         """Logits `(B, V)` of target token `index`, given target token `index - 1`.
 
         The `step_fn` of `tfnlp.generation`; at `index` 0 `token_ids` is
-        ignored (there is no previous target token).
+        ignored (there is no previous target token). Seq2seq targets take
+        the target segment's row, a prompt's continuation the left-to-right
+        row (the objective is in `context`).
         """
         token_ids = tf.cast(token_ids, tf.int32)
         lengths = context["source_lengths"]
@@ -375,7 +409,8 @@ class UniLM(CallsBackboneLayers, Task):
         source_length = tf.shape(context["source_padding_mask"])[1]
         tokens = tf.stack([token_ids, mask_id], axis=1)  # (B, 2)
         positions = tf.maximum(lengths[:, None] + index - 1 + tf.range(2)[None, :], 0)
-        x = self._embed_at(tokens, positions, SEGMENT_ROWS[masks_lib.SEQ2SEQ][1])
+        target_row = tf.gather(tf.constant(SEGMENT_ROWS, tf.int32)[:, 1], context["objective"])
+        x = self._embed_at(tokens, positions, target_row)
         slots = tf.shape(state["caches"][0])[2]
         slot = tf.range(slots)
         # Row r (0: previous token, 1: [MASK]) sees the real source and target
@@ -414,7 +449,7 @@ class UniLM(CallsBackboneLayers, Task):
                 "segment_ids": tf.cast((position >= lengths[:, None]) & (position <= end),
                                        tf.int32),
                 "padding_mask": tf.cast(position <= end, tf.int32),
-                "objective": tf.fill([tf.shape(source)[0]], masks_lib.SEQ2SEQ),
+                "objective": context["objective"],
             },
             training=False,
         )
@@ -435,10 +470,18 @@ class UniLM(CallsBackboneLayers, Task):
         pad_id=None,
         use_cache=True,
         jit_compile="auto",
+        temperature=None,
+        top_k=None,
+        top_p=None,
+        seed=None,
+        repetition_penalty=1.0,
+        max_new_tokens=None,
+        stream=False,
     ):
         """Generates targets for `[CLS] S [SEP]` sources (UniLM's seq2seq decoding).
 
-        Greedy for `beam_size=1`, beam search otherwise, traced once per
+        Greedy for `beam_size=1`, beam search otherwise, sampling when
+        `temperature`, `top_k`, `top_p` or `seed` is given; traced once per
         setting into a `tf.function` (any batch size and source length).
 
         On texts (a model with a `tokenizer`): `generate(["source", ...])`
@@ -473,11 +516,14 @@ class UniLM(CallsBackboneLayers, Task):
             jit_compile: bool, or `"auto"` (the default): XLA when a GPU
                 or TPU is visible (37x faster per step on an H100), off on
                 CPUs (why: `TransformerSeq2Seq.generate`).
+            temperature, top_k, top_p, seed, repetition_penalty,
+                max_new_tokens, stream: sampling and streaming, as in
+                `TransformerSeq2Seq.generate`.
 
         Returns:
             On texts, a list of the generated texts. Else a dict: `token_ids`
             int32 `(B, max_length)`, `lengths` int32 `(B,)`, `scores`
-            float32 `(B,)`.
+            float32 `(B,)`. With `stream=True` a generator of each step.
         """
         texts = source_texts(self, source_token_ids, "source_token_ids")
         tokenizer = self.tokenizer
@@ -490,31 +536,126 @@ class UniLM(CallsBackboneLayers, Task):
             "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
             "jit_compile": jit_compile,
         }
+        _, settings["options"] = decoding_options(beam_size, temperature, top_k, top_p, seed,
+                                                  repetition_penalty, max_new_tokens)
+        check_stream(stream, beam_size)
         if texts is not None:
             if source_padding_mask is not None:
                 raise ValueError("`source_padding_mask` is for token ids, not texts.")
             source, mask = tokenized_sources(
                 tokenizer, texts, self.source_length, start_ids=(tokenizer.cls_id,)
             )
-            output = self.generate(
-                source, mask, end_id=end_id, mask_id=mask_id, pad_id=pad_id,
-                max_length=self.max_length if max_length is None else max_length, **settings,
-            )
+            max_length = self.max_length if max_length is None else max_length
+            output = self._generate_ids(self._generate_functions, source, mask, end_id, mask_id,
+                                        pad_id, max_length, settings, stream)
+            if stream:
+                return streamed_texts(tokenizer, output)
             return decoded_texts(tokenizer, output["token_ids"])
         missing_token_ids(self, end_id=end_id, mask_id=mask_id)
+        return self._generate_ids(self._generate_functions, source_token_ids, source_padding_mask,
+                                  end_id, mask_id, pad_id, 64 if max_length is None else max_length,
+                                  settings, stream)
+
+    def continue_prompt(
+        self,
+        prompt_token_ids,
+        prompt_padding_mask=None,
+        *,
+        end_id=None,
+        mask_id=None,
+        max_length=None,
+        no_repeat_ngram_size=0,
+        pad_id=None,
+        use_cache=True,
+        jit_compile="auto",
+        temperature=None,
+        top_k=None,
+        top_p=None,
+        seed=None,
+        repetition_penalty=1.0,
+        max_new_tokens=None,
+        stream=False,
+    ):
+        """Continues prompts left to right, as a GPT-style language model.
+
+        UniLM's left-to-right objective is a language model: the `[MASK]` at
+        position `t` predicts token `t` from the tokens before it. The
+        prompt `[CLS] P` is read once into per-layer key/value caches (each
+        token seeing the ones before it); each step appends the previous
+        token and a `[MASK]` after it, as in training, until `end_id`
+        (`[SEP]`, the end of a segment) or `max_length` tokens. Greedy by
+        default; sampling with `temperature`, `top_k`, `top_p` or `seed`,
+        where the repetition penalty also counts the prompt's tokens. The
+        cached steps equal re-running the whole sequence
+        (`use_cache=False`; `tests/models/test_sampling_models.py`).
+
+        On texts (a model with a `tokenizer`): `continue_prompt(["It was a
+        dark", ...])` reads `[CLS]` and the prompt's last `source_length -
+        1` tokens and returns the continuations (without the prompt) as
+        `str`.
+
+        Args:
+            prompt_token_ids: int tensor `(B, P)`, `[CLS]` then the prompt,
+                real tokens first; or a batch of prompt texts.
+            prompt_padding_mask: int or bool `(B, P)`; defaults to all real.
+            end_id, mask_id, pad_id, max_length, no_repeat_ngram_size,
+                use_cache, jit_compile: as in `generate` (the longest
+                prompt + `max_length` must fit the position table).
+            temperature, top_k, top_p, seed, repetition_penalty,
+                max_new_tokens, stream: sampling and streaming, as in
+                `TransformerSeq2Seq.generate`.
+
+        Returns:
+            As `generate`: on texts a list of continuations, else a dict of
+            `token_ids`, `lengths` and `scores`; with `stream=True` a
+            generator of each step.
+
+        Example:
+
+        >>> backbone = UniLMBackbone.from_preset("bert_tiny", vocabulary_size=100)
+        >>> model = UniLM(backbone)
+        >>> result = model.continue_prompt(tf.constant([[2, 45, 46]]), end_id=3, mask_id=4,
+        ...                                max_length=5, top_k=10, seed=0)
+        >>> result["token_ids"].shape
+        TensorShape([1, 5])
+        """
+        texts = source_texts(self, prompt_token_ids, "prompt_token_ids")
+        tokenizer = self.tokenizer
+        if tokenizer is not None:
+            end_id = tokenizer.sep_id if end_id is None else end_id
+            mask_id = tokenizer.mask_id if mask_id is None else mask_id
+            pad_id = tokenizer.pad_id if pad_id is None else pad_id
+        settings = {"beam_size": 1, "length_penalty": 0.0,
+                    "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
+                    "jit_compile": jit_compile}
+        _, settings["options"] = decoding_options(1, temperature, top_k, top_p, seed,
+                                                  repetition_penalty, max_new_tokens)
+        check_stream(stream, 1)
+        if texts is not None:
+            if prompt_padding_mask is not None:
+                raise ValueError("`prompt_padding_mask` is for token ids, not texts.")
+            prompt, mask = prompt_ids(tokenizer, texts, self.source_length)
+            max_length = self.max_length if max_length is None else max_length
+            output = self._generate_ids(self._continue_functions, prompt, mask, end_id, mask_id,
+                                        pad_id, max_length, settings, stream, "prompt_token_ids")
+            if stream:
+                return streamed_texts(tokenizer, output)
+            return decoded_texts(tokenizer, output["token_ids"])
+        missing_token_ids(self, end_id=end_id, mask_id=mask_id)
+        return self._generate_ids(self._continue_functions, prompt_token_ids, prompt_padding_mask,
+                                  end_id, mask_id, pad_id, 64 if max_length is None else max_length,
+                                  settings, stream, "prompt_token_ids")
+
+    def _generate_ids(self, functions, token_ids, padding_mask, end_id, mask_id, pad_id,
+                      max_length, settings, stream, name="source_token_ids"):
         pad_id = 0 if pad_id is None else pad_id
-        source_token_ids, source_padding_mask = check_source(
-            source_token_ids, source_padding_mask, "source_token_ids"
-        )
-        source_token_ids = self._checked_ids(
-            "source_token_ids", source_token_ids, end_id=end_id, mask_id=mask_id, pad_id=pad_id
-        )
+        token_ids, padding_mask = check_source(token_ids, padding_mask, name)
+        token_ids = self._checked_ids(name, token_ids, end_id=end_id, mask_id=mask_id,
+                                      pad_id=pad_id)
         # There is no start token: the first step's input only fills an unseen slot.
-        return self._generate_functions.run(
-            source_token_ids, source_padding_mask, start_id=mask_id, end_id=end_id,
-            max_length=64 if max_length is None else max_length, pad_id=pad_id,
-            mask_id=mask_id, **settings,
-        )
+        search = functions.stream if stream else functions.run
+        return search(token_ids, padding_mask, start_id=mask_id, end_id=end_id,
+                      max_length=max_length, pad_id=pad_id, mask_id=mask_id, **settings)
 
     def get_config(self):
         return {
@@ -529,6 +670,19 @@ class UniLM(CallsBackboneLayers, Task):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def prompt_ids(tokenizer, texts, length):
+    """`(token_ids, padding_mask)` `(B, length)`: `[CLS]` and each prompt's last `length - 1` tokens.
+
+    A prompt is continued from its end, so a long one loses its beginning.
+    """
+    tokens = tokenizer(texts)
+    starts = tf.maximum(tokens.row_lengths() - (length - 1), 0)
+    tokens = tf.ragged.boolean_mask(tokens, tf.ragged.range(tokens.row_lengths()) >= starts[:, None])
+    cls = tf.fill([tokens.nrows(), 1], tf.constant(tokenizer.cls_id, tf.int32))
+    return tf_text.pad_model_inputs(tf.concat([cls, tokens], axis=1), length,
+                                    pad_value=tokenizer.pad_id)
 
 
 def _text_lengths(source_length, max_length, table, has_tokenizer):
