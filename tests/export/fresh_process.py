@@ -37,6 +37,7 @@ _SERVER = textwrap.dedent(
                 reply = {"forgot": models.pop(call["path"], None) is not None}
             else:
                 inputs = {k: tf.constant([t.encode("latin-1") for t in v], tf.string)
+                          if isinstance(v, list) else tf.constant(v["values"], v["dtype"])
                           for k, v in call["inputs"].items()}
                 outputs = models[call["path"]].signatures[call["signature"]](**inputs)
                 reply = {"outputs": {k: {"shape": v.shape.as_list(), "dtype": v.dtype.name,
@@ -130,7 +131,7 @@ class ServingProcess:
     leaving it unloads the model. `process(signature, **inputs)` sends one
     request (each input a list of `str` or `bytes`, any bytes at all) and
     returns `{output: np.ndarray}` with the served shapes (strings decoded
-    from UTF-8); a signature that raises, a process that dies, or a call that
+    from UTF-8; a numeric input is a NumPy array of the signature's dtype); a signature that raises, a process that dies, or a call that
     takes longer than `timeout` seconds fails the test. `backend` is "python"
     (`tf.saved_model.load`) or "cpp" (the C++ loader of TF Serving).
     """
@@ -147,7 +148,7 @@ class ServingProcess:
         if self.backend == "cpp":
             return self._server.call(self.path, signature, timeout=self.timeout, **inputs)
         reply = self._server.request(self.timeout, op="call", path=self.path, signature=signature,
-                                     inputs={k: [as_bytes(t) for t in v] for k, v in inputs.items()})
+                                     inputs={k: _input(v) for k, v in inputs.items()})
         return {name: _array(output) for name, output in reply["outputs"].items()}
 
     def __enter__(self):
@@ -172,6 +173,13 @@ def serve(path, calls, backend="python"):
     """
     with ServingProcess(path, timeout=300, backend=backend) as process:
         return [{k: v.tolist() for k, v in process(c["signature"], **c["inputs"]).items()} for c in calls]
+
+
+def _input(values):
+    """A request input for JSON: texts as latin-1 code points, a NumPy array with its dtype."""
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return {"values": values.tolist(), "dtype": values.dtype.name}
+    return [as_bytes(t) for t in values]
 
 
 def _array(output):

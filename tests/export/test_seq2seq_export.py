@@ -9,6 +9,7 @@ import tensorflow_text as tf_text
 from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
 from tests.export.serving.harness import CppServer
 from tfnlp import data, export, models
+from tfnlp.models.unilm import prompt_ids
 
 SOURCE_LENGTH, MAX_LENGTH = 12, 9
 TEXTS = ["In the beginning God created the heaven and the earth.", "", "   ", "x " * 500_000,
@@ -152,7 +153,9 @@ def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, tmp
         assert "XLA" in error and "warm-up record 1" in error, error[-2000:]
     with CppServer(xla=True) as server:
         server.load(path)
-        assert [name for name, _ in server.warmup(path)] == ["serving_default"]
+        names = ["serving_default", "sample"] + (["continue"] if isinstance(model, models.UniLM)
+                                                 else [])
+        assert [name for name, _ in server.warmup(path)] == names
         result = server.call(path, "serving_default", text=TEXTS[:3])
     expected = expected_outputs(model, source, target, TEXTS[:3], settings)
     np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
@@ -175,3 +178,66 @@ def test_a_model_with_its_tokenizers_exports_alone_and_serves_its_generate(famil
         export.export_seq2seq(model, str(tmp_path / "again"), 8)
     with pytest.raises(ValueError, match="no tokenizers: pass `source_tokenizer`"):
         export.export_seq2seq(make(family, with_tokenizers=False), str(tmp_path / "bare"))
+
+
+def sampling_options(count):
+    """Decoding options that differ per text: a NumPy `(count,)` array each."""
+    return {
+        "temperature": np.linspace(0.7, 1.6, count, dtype=np.float32),
+        "top_k": (np.arange(count, dtype=np.int32) * 7) % 40,
+        "top_p": np.linspace(1.0, 0.6, count, dtype=np.float32),
+        "seed": np.arange(count, dtype=np.int64) + 2**62,
+        "max_new_tokens": np.arange(count, dtype=np.int32) % MAX_LENGTH + 1,
+        "repetition_penalty": np.linspace(1.0, 1.8, count, dtype=np.float32),
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sampled_and_continued_texts_served_equal_the_models_for_each_seed(exported, backend):
+    path, model, source, target, settings = exported
+    options = sampling_options(len(TEXTS))
+    in_memory = {"max_length": MAX_LENGTH, "no_repeat_ngram_size": settings["no_repeat_ngram_size"],
+                 **{name: tf.constant(value) for name, value in options.items()}}
+    unilm = isinstance(model, models.UniLM)
+    signatures = ["sample"] + (["continue"] if unilm else [])
+    calls = [{"signature": name, "inputs": {"text": TEXTS, **options}} for name in signatures]
+    # One text alone gets what it gets in the batch: its own seed and options.
+    calls.append({"signature": "sample", "inputs": {
+        "text": TEXTS[5:6], **{name: value[5:6] for name, value in options.items()}}})
+    served = serve(path, calls, backend=backend)
+    texts = tf.constant([t if isinstance(t, bytes) else t.encode() for t in TEXTS])
+    expected = {"sample": expected_outputs(model, source, target, TEXTS, in_memory)}
+    if unilm:
+        prompt, mask = prompt_ids(source, texts, SOURCE_LENGTH)
+        expected["continue"] = model.continue_prompt(prompt, mask, end_id=target.sep_id,
+                                                     mask_id=target.mask_id, **in_memory)
+    for name, result in zip(signatures, served, strict=False):
+        np.testing.assert_array_equal(result["token_ids"], expected[name]["token_ids"], name)
+        np.testing.assert_allclose(result["scores"], expected[name]["scores"], atol=1e-4)
+        assert (np.array(result["lengths"]) <= options["max_new_tokens"]).all()
+    np.testing.assert_array_equal(served[-1]["token_ids"][0], served[0]["token_ids"][5])
+    reseeded = serve(path, [{"signature": "sample", "inputs": {
+        "text": TEXTS, **options, "seed": options["seed"] + 1}}], backend=backend)
+    assert reseeded[0]["token_ids"] != served[0]["token_ids"]
+
+
+def test_bad_decoding_options_fail_the_request_with_a_message_that_names_them(exported):
+    path = exported[0]
+    cases = [
+        ("temperature", 0.0, "`temperature` must be a finite number > 0"),
+        ("top_p", 1.5, "`top_p` must be a number in (0, 1]"),
+        ("top_k", -1, "`top_k` must be an int >= 0"),
+        ("max_new_tokens", MAX_LENGTH + 1, f"`max_new_tokens` must be an int in [1, {MAX_LENGTH}]"),
+        ("repetition_penalty", float("nan"), "`repetition_penalty` must be a finite number > 0"),
+        ("seed", None, "`seed` must hold one value per sequence"),
+    ]
+    with CppServer() as server:
+        server.load(path)
+        for name, value, message in cases:
+            options = sampling_options(2)
+            if value is None:
+                options[name] = options[name][:1]
+            else:
+                options[name] = np.full(2, value, options[name].dtype)
+            error = server.call(path, "sample", expect_error=True, text=TEXTS[:2], **options)
+            assert message in error, (name, error[-2000:])

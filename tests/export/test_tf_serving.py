@@ -3,7 +3,7 @@
 `tests/export/serving/tfnlp_serve.cc` loads each export with `LoadSavedModel`
 and answers TF Serving's `PredictRequest`s (see its header comment). The
 family test files compare its outputs with the in-memory models on
-hostile inputs; this file covers all ten signatures at once, in float32 and
+hostile inputs; this file covers all thirteen signatures at once, in float32 and
 from mixed-precision models, plus what only a server does: replaying the
 warm-up file, refusing a request of the wrong shape with a clear error, and
 `saved_model_cli run` (TensorFlow's graph-mode Python loader).
@@ -24,14 +24,16 @@ from tfnlp import data, export, models
 from tfnlp.export._common import WARMUP_BATCH_SIZES, WARMUP_FILE
 
 TEXTS = ["The cat sat on the [MASK].", "", "émigré café 中文 \U0001F600", b"\xff\xfe broken", "x" * 1_000_000]
+SAMPLING = ("temperature", "top_k", "top_p", "seed", "max_new_tokens", "repetition_penalty")
 SIGNATURES = {  # family -> its signatures and their inputs
     "backbone": {"serving_default": ["text"], "encode_pairs": ["text_a", "text_b"]},
     "fill_mask": {"serving_default": ["text"]},
     "bert_classifier": {"serving_default": ["text"], "classify_pairs": ["text_a", "text_b"]},
     "transformer_classifier": {"serving_default": ["text"], "classify_pairs": ["text_a", "text_b"]},
     "elmo": {"serving_default": ["text"]},
-    "translator": {"serving_default": ["text"]},
-    "unilm": {"serving_default": ["text"]},
+    "translator": {"serving_default": ["text"], "sample": ["text", *SAMPLING]},
+    "unilm": {"serving_default": ["text"], "sample": ["text", *SAMPLING],
+              "continue": ["text", *SAMPLING]},
 }
 
 
@@ -85,11 +87,23 @@ def mixed_exports(corpus_vocabulary, tmp_path_factory):
 
 
 def _inputs(names):
-    return {name: TEXTS if i == 0 else TEXTS[::-1] for i, name in enumerate(names)}
+    """Texts for the text inputs, and varied decoding options, one per text."""
+    count = len(TEXTS)
+    options = {
+        "temperature": np.linspace(0.5, 2.0, count, dtype=np.float32),
+        "top_k": np.arange(count, dtype=np.int32) % 4,
+        "top_p": np.linspace(1.0, 0.3, count, dtype=np.float32),
+        "seed": np.arange(count, dtype=np.int64) * 7919 + 2**40,
+        "max_new_tokens": np.arange(count, dtype=np.int32) % 5 + 1,
+        "repetition_penalty": np.linspace(1.0, 2.0, count, dtype=np.float32),
+    }
+    texts = [n for n in names if n not in options]
+    return {name: options[name] if name in options else TEXTS if name == texts[0] else TEXTS[::-1]
+            for name in names}
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
-def test_all_ten_signatures_serve_in_the_cpp_loader_as_in_python(server, float32_exports,
+def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(server, float32_exports,
                                                                  mixed_exports, precision):
     """C++ loader == `tf.saved_model.load` on every signature (the family tests tie the latter to the models)."""
     exports = float32_exports if precision == "float32" else mixed_exports
@@ -101,7 +115,8 @@ def test_all_ten_signatures_serve_in_the_cpp_loader_as_in_python(server, float32
         for signature, names in signatures.items():
             inputs = _inputs(names)
             served = server.call(path, signature, **inputs)
-            as_bytes = {k: tf.constant([t if isinstance(t, bytes) else t.encode() for t in v])
+            as_bytes = {k: tf.constant(v) if isinstance(v, np.ndarray) else
+                        tf.constant([t if isinstance(t, bytes) else t.encode() for t in v])
                         for k, v in inputs.items()}
             expected = {k: v.numpy() for k, v in loaded.signatures[signature](**as_bytes).items()}
             assert set(served) == set(expected), (family, signature)
@@ -117,7 +132,7 @@ def test_all_ten_signatures_serve_in_the_cpp_loader_as_in_python(server, float32
                     np.testing.assert_allclose(served[name], value, atol=1e-5, err_msg=f"{family} {name}")
             count += 1
         server.forget(path)
-    assert count == 10
+    assert count == 13
 
 
 def test_every_export_replays_its_warm_up_requests(server, float32_exports):

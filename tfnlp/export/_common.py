@@ -168,6 +168,12 @@ def captured_variables(functions):
     return variables
 
 
+# The warm-up value of each numeric input (`Seq2SeqServingModule.sample`'s
+# decoding options): greedy decoding of one token.
+WARMUP_VALUES = {"temperature": 1.0, "top_k": 1, "top_p": 1.0, "seed": 0, "max_new_tokens": 1,
+                 "repetition_penalty": 1.0}
+
+
 def write_warmup_requests(path, signatures, batch_sizes, model_name):
     """Writes `path/assets.extra/tf_serving_warmup_requests`.
 
@@ -175,7 +181,8 @@ def write_warmup_requests(path, signatures, batch_sizes, model_name):
     model, before it takes traffic, so that the first real request does not
     pay for graph optimisation and kernel set-up: for every signature, one
     request of each of `batch_sizes` texts (`WARMUP_TEXTS` cycled;
-    pair signatures get the same texts on both sides).
+    pair signatures get the same texts on both sides; decoding options get
+    `WARMUP_VALUES`, greedy decoding of one token).
     """
     from tensorflow_serving.apis import model_pb2
     from tensorflow_serving.apis import predict_pb2
@@ -190,7 +197,12 @@ def write_warmup_requests(path, signatures, batch_sizes, model_name):
                     model_spec=model_pb2.ModelSpec(name=model_name, signature_name=name)
                 )
                 for spec in function.input_signature:
-                    request.inputs[spec.name].CopyFrom(tf.make_tensor_proto(texts, dtype=tf.string))
+                    if spec.dtype == tf.string:
+                        values = texts
+                    else:  # a decoding option (`Seq2SeqServingModule.sample`)
+                        values = [WARMUP_VALUES[spec.name]] * size
+                    request.inputs[spec.name].CopyFrom(tf.make_tensor_proto(values,
+                                                                            dtype=spec.dtype))
                 log = prediction_log_pb2.PredictionLog(
                     predict_log=prediction_log_pb2.PredictLog(request=request)
                 )

@@ -14,6 +14,17 @@ from tfnlp.models.transformer_seq2seq import DEFAULT_TEXT_LENGTH
 from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
 from tfnlp.models.transformer_seq2seq import tokenized_sources
 from tfnlp.models.unilm import UniLM
+from tfnlp.models.unilm import prompt_ids
+
+
+SAMPLING_SPECS = (
+    tf.TensorSpec([None], tf.float32, name="temperature"),
+    tf.TensorSpec([None], tf.int32, name="top_k"),
+    tf.TensorSpec([None], tf.float32, name="top_p"),
+    tf.TensorSpec([None], tf.int64, name="seed"),
+    tf.TensorSpec([None], tf.int32, name="max_new_tokens"),
+    tf.TensorSpec([None], tf.float32, name="repetition_penalty"),
+)
 
 
 class Seq2SeqServingModule(tf.Module):
@@ -30,6 +41,22 @@ class Seq2SeqServingModule(tf.Module):
 
     The search settings are fixed at export, the graph holds only TensorFlow
     and tensorflow-text ops (`tf.while_loop` with key/value caches).
+
+    Signature `sample(text, temperature, top_k, top_p, seed,
+    max_new_tokens, repetition_penalty)` samples instead, with options
+    given per request and per text, each `(B,)` like `text` (so TF
+    Serving's batching can merge requests): `temperature` float32 > 0,
+    `top_k` int32 >= 0 (0: all), `top_p` float32 in (0, 1] (1: all),
+    `seed` int64, `max_new_tokens` int32 in `[1, max_length]`,
+    `repetition_penalty` float32 > 0 (1: off); the no-repeat n-gram size
+    is the export's. A text's output depends on its own seed and options
+    only, and equals `model.generate(texts, seed=[...], ...)` in memory;
+    `top_k=1` is greedy search. TF Serving needs every input in a request.
+    A value out of range fails the request with an `INVALID_ARGUMENT` that
+    names the option. For a `UniLM`, signature `continue` (same inputs)
+    continues each text as a prompt, left to right (`UniLM.continue_prompt`):
+    `[CLS]` and the prompt's last `source_length - 1` tokens; its outputs
+    are the continuation.
 
     For a `TransformerSeq2Seq` the encoder reads `S [SEP]` and decoding
     starts from `[CLS]`; for a `UniLM` the source is `[CLS] S [SEP]` and the
@@ -129,12 +156,39 @@ class Seq2SeqServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def generate(self, text):
+        return self._outputs(self.model.generate(*self._sources(text), **self.settings))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"), *SAMPLING_SPECS])
+    def sample(self, text, temperature, top_k, top_p, seed, max_new_tokens, repetition_penalty):
+        options = self._sampling_settings(temperature, top_k, top_p, seed, max_new_tokens,
+                                          repetition_penalty)
+        return self._outputs(self.model.generate(*self._sources(text), **options))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"), *SAMPLING_SPECS])
+    def continue_prompt(self, text, temperature, top_k, top_p, seed, max_new_tokens,
+                        repetition_penalty):
+        options = self._sampling_settings(temperature, top_k, top_p, seed, max_new_tokens,
+                                          repetition_penalty)
+        prompt, mask = prompt_ids(self.source_tokenizer, batch_of_texts("text", text),
+                                  self.source_length)
+        return self._outputs(self.model.continue_prompt(prompt, mask, **options))
+
+    def _sources(self, text):
         tokenizer = self.source_tokenizer
-        source, mask = tokenized_sources(
+        return tokenized_sources(
             tokenizer, batch_of_texts("text", text), self.source_length,
             start_ids=(tokenizer.cls_id,) if self.is_unilm else (),
         )
-        output = self.model.generate(source, mask, **self.settings)
+
+    def _sampling_settings(self, temperature, top_k, top_p, seed, max_new_tokens,
+                           repetition_penalty):
+        settings = {name: value for name, value in self.settings.items()
+                    if name not in ("beam_size", "length_penalty")}
+        return {**settings, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+                "seed": seed, "max_new_tokens": max_new_tokens,
+                "repetition_penalty": repetition_penalty}
+
+    def _outputs(self, output):
         token_ids = output["token_ids"]
         return {
             "output_text": self.target_tokenizer.detokenize(token_ids),
@@ -143,11 +197,20 @@ class Seq2SeqServingModule(tf.Module):
             "scores": output["scores"],
         }
 
+    def signatures(self, sampling=True):
+        """`{name: tf.function}` of the signatures to save (see the class docstring)."""
+        signatures = {"serving_default": self.generate}
+        if sampling:
+            signatures["sample"] = self.sample
+            if self.is_unilm:
+                signatures["continue"] = self.continue_prompt
+        return signatures
+
 
 def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_dir=None,
                    source_length=None, max_length=None, beam_size=4, length_penalty=0.6,
                    no_repeat_ngram_size=0, version=1, jit_compile=False,
-                   warmup_batch_sizes=WARMUP_BATCH_SIZES):
+                   warmup_batch_sizes=WARMUP_BATCH_SIZES, sampling=True):
     """Writes a raw-text -> generated-text SavedModel to `export_dir/VERSION/`.
 
     It loads with only TensorFlow and tensorflow-text (`import
@@ -181,6 +244,8 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
             most the server's `max_batch_size` when it batches requests).
         jit_compile: bool, mark the decoding loop for XLA (see
             `Seq2SeqServingModule`; off by default).
+        sampling: bool, also save the `sample` signature (and a UniLM's
+            `continue`), which take decoding options per request.
 
     Returns:
         The path of the written version.
@@ -210,8 +275,9 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
     module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
                                   max_length, beam_size, length_penalty, no_repeat_ngram_size,
                                   jit_compile)
-    return save(module, export_dir, version, {"serving_default": module.generate},
-                warmup_batch_sizes)
+    if not isinstance(sampling, bool):
+        raise ValueError(f"`sampling` must be True or False, got {sampling!r}.")
+    return save(module, export_dir, version, module.signatures(sampling), warmup_batch_sizes)
 
 
 def _model_defaults(model, source_tokenizer, target_tokenizer, source_length, max_length):
