@@ -7,7 +7,9 @@ One network, three uses, all measured on held-out data:
    trigram blocking, next to copying the source (a strong baseline: the two
    translations share most words);
 2. left-to-right LM: per-token perplexity of held-out novel chapters
-   (`UniLM.left_to_right_log_probs`) next to a unigram model;
+   (`UniLM.left_to_right_log_probs`) next to a unigram model, and held-out
+   sentence beginnings continued with `UniLM.continue_prompt` (top-p 0.95,
+   temperatures 0.7 and 1.2);
 3. bidirectional encoder: `to_bert()` + `BertClassifier` on the fine-food
    reviews, next to the majority class.
 Starts from the BERT of `examples/pretrain_bert.py` (`--pretrained DIR`), or
@@ -54,6 +56,8 @@ def parse_args(argv):
     parser.add_argument("--eval-pairs", type=int, default=None, help="test verses scored")
     parser.add_argument("--classifier-epochs", type=int, default=2)
     parser.add_argument("--perplexity-sentences", type=int, default=2000)
+    parser.add_argument("--samples", type=int, default=3,
+                        help="held-out sentence beginnings continued at two temperatures")
     parser.add_argument("--output", default="runs/unilm")
     parser.add_argument("--export", default=None, help="SavedModel directory")
     return parser.parse_args(argv)
@@ -113,6 +117,25 @@ def perplexities(model, tokenizer, args):
                            for i in ids[real])
         tokens += real.sum()
     return math.exp(-model_sum / tokens), math.exp(-unigram_sum / tokens)
+
+
+def continuations(model, tokenizer, args):
+    """Held-out novel sentences' first words, continued left to right at two temperatures."""
+    sentences = [s for d in datasets.read_documents("en_novels", "validation") for s in d]
+    prompts = [" ".join(s.split()[:8]) for s in sentences if len(s.split()) > 12][: args.samples]
+    ids = [[tokenizer.cls_id] + tokenizer(tf.constant(p)).numpy().tolist() for p in prompts]
+    width = max(map(len, ids))
+    padded = tf.constant([row + [tokenizer.pad_id] * (width - len(row)) for row in ids])
+    mask = tf.constant([[1] * len(row) + [0] * (width - len(row)) for row in ids])
+    samples = {}
+    for temperature in (0.7, 1.2):
+        output = model.continue_prompt(padded, mask, end_id=tokenizer.sep_id,
+                                       mask_id=tokenizer.mask_id, max_length=24,
+                                       temperature=temperature, top_p=0.95, seed=0)
+        texts = [t.decode() for t in tokenizer.detokenize(output["token_ids"]).numpy()]
+        samples[f"temperature_{temperature}"] = [f"{p} | {t}" for p, t in zip(prompts, texts,
+                                                                                strict=True)]
+    return samples
 
 
 def classify(backbone, tokenizer, args):
@@ -180,6 +203,11 @@ def main(argv=None):
     model_ppl, unigram_ppl = perplexities(model, tokenizer, args)
     results["left_to_right_perplexity"] = round(model_ppl, 1)
     results["unigram_perplexity"] = round(unigram_ppl, 1)
+    if args.samples:
+        results["continuations"] = continuations(model, tokenizer, args)
+        for name, lines in results["continuations"].items():
+            print(f"\n{name} (top-p 0.95, seed 0; prompt | continuation):")
+            print("\n".join(lines))
     if args.classifier_epochs:
         accuracy, majority = classify(backbone, tokenizer, args)
         results["review_classifier_accuracy"] = round(accuracy, 4)

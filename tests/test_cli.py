@@ -230,6 +230,20 @@ def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path, capsys):
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "unilm_served" / "1"),
                    "--text", "Call me", "--text", "").split("\n")
     assert len(lines) == 3 and lines[-1] == ""  # two outputs (any text: 2 training steps)
+    # Sampling and prompt continuation through the export's `sample` and `continue`.
+    served = str(tmp_path / "unilm_served" / "1")
+    sampled = [_tfnlp_here(capsys, "generate", "--saved-model", served, "--text", "Call me",
+                           "--text", "Ishmael", "--top-p", "0.9", "--seed", "3", *more)
+               for more in ((), ("--continue", "--temperature", "2", "--max-new-tokens", "3"))]
+    in_memory = [unilm.generate(["Call me", "Ishmael"], top_p=0.9, seed=3),
+                 unilm.continue_prompt(["Call me", "Ishmael"], top_p=0.9, seed=3, temperature=2.0,
+                                       max_new_tokens=3)]
+    assert [out.split("\n")[:2] for out in sampled] == in_memory
+    with pytest.raises(SystemExit, match="`top_p` must be a number in"):
+        cli.main(["generate", "--saved-model", served, "--text", "x", "--top-p", "2"])
+    with pytest.raises(SystemExit, match="need a `sample` signature"):
+        cli.main(["generate", "--saved-model", str(tmp_path / "elmo_served" / "1"), "--text", "x",
+                  "--seed", "1"])
 
 
 def test_a_directory_written_before_the_normalization_key_keeps_its_tokenizer():

@@ -572,8 +572,33 @@ def export(settings):
     return 0
 
 
-def generate(saved_model, texts):
-    """Output lines of a SavedModel's `serving_default` on `texts`."""
+SAMPLING_OPTIONS = {"temperature": (np.float32, 1.0), "top_k": (np.int32, 0),
+                    "top_p": (np.float32, 1.0), "seed": (np.int64, 0),
+                    "max_new_tokens": (np.int32, None), "repetition_penalty": (np.float32, 1.0)}
+
+
+def _sampling_inputs(signature, options, count):
+    """The `sample`/`continue` inputs: each option for every text (text i gets seed + i)."""
+    inputs = {}
+    for name, (dtype, default) in SAMPLING_OPTIONS.items():
+        value = options.get(name)
+        if value is None:
+            # The export's max_length: the width of its token_ids output.
+            default = signature.structured_outputs["token_ids"].shape[1] if default is None else default
+            value = default
+        values = np.full(count, value, dtype)
+        if name == "seed":
+            values = values + np.arange(count, dtype=np.int64)
+        inputs[name] = tf.constant(values)
+    return inputs
+
+
+def generate(saved_model, texts, options=None, continue_prompt=False):
+    """Output lines of a SavedModel's `serving_default` on `texts`.
+
+    With sampling `options` (any not None) or `continue_prompt`, a
+    text-to-text export's `sample` or `continue` signature instead.
+    """
     if not os.path.isdir(saved_model):
         raise SystemExit(f"tfnlp: error: `--saved-model` {saved_model!r} is not a directory.")
     if not tf.saved_model.contains_saved_model(saved_model):
@@ -585,8 +610,25 @@ def generate(saved_model, texts):
         raise SystemExit(f"tfnlp: error: `--saved-model` {saved_model!r} is not a SavedModel{hint}.")
     import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
-    signature = tf.saved_model.load(saved_model).signatures["serving_default"]
-    outputs = signature(text=tf.constant(texts, tf.string))
+    signatures = tf.saved_model.load(saved_model).signatures
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    name = "continue" if continue_prompt else "sample" if options else "serving_default"
+    if name not in signatures:
+        what = "--continue" if continue_prompt else "sampling options"
+        raise SystemExit(
+            f"tfnlp: error: {what} need a `{name}` signature, and {saved_model!r} has only "
+            f"{sorted(signatures)} (text-to-text exports have `sample`; UniLM's also `continue`)."
+        )
+    signature = signatures[name]
+    inputs = {"text": tf.constant(texts, tf.string)}
+    if name != "serving_default":
+        inputs.update(_sampling_inputs(signature, options, len(texts)))
+    try:
+        outputs = signature(**inputs)
+    except tf.errors.InvalidArgumentError as error:  # a bad option: the line that names it
+        lines = error.message.splitlines()
+        named = [line.strip() for line in lines if "` must" in line] or lines[:1]
+        raise SystemExit(f"tfnlp: error: {named[0]}") from None
     for i in range(len(texts)):
         if "output_text" in outputs:
             yield outputs["output_text"][i].numpy().decode("utf-8", "replace")

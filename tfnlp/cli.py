@@ -280,6 +280,17 @@ def build_parser():
     generate = commands.add_parser("generate", help="run a SavedModel on text lines")
     generate.add_argument("--saved-model", required=True, help="a SavedModel version directory")
     generate.add_argument("--text", action="append", help="input text (repeatable; default: stdin lines)")
+    sampling = generate.add_argument_group(
+        "sampling", "decode with the `sample` signature (or `continue` with --continue) of a "
+        "text-to-text export; any of these turns sampling on")
+    sampling.add_argument("--temperature", type=float, help="> 0 (default 1)")
+    sampling.add_argument("--top-k", type=int, help="keep the k most probable tokens (default 0: all)")
+    sampling.add_argument("--top-p", type=float, help="nucleus mass in (0, 1] (default 1: all)")
+    sampling.add_argument("--seed", type=int, help="text i uses seed + i (default 0)")
+    sampling.add_argument("--max-new-tokens", type=int, help="at most the export's max_length (default)")
+    sampling.add_argument("--repetition-penalty", type=float, help="> 0 (default 1: off)")
+    sampling.add_argument("--continue", dest="continue_prompt", action="store_true",
+                          help="continue each text as a prompt (a UniLM export's `continue`)")
     return parser
 
 
@@ -514,7 +525,8 @@ def _generate(args):
     _commands = _import_commands(args.verbose)
 
     texts = args.text if args.text else [line.rstrip("\n") for line in sys.stdin]
-    for line in _commands.generate(args.saved_model, texts):
+    options = {name: getattr(args, name) for name in _commands.SAMPLING_OPTIONS}
+    for line in _commands.generate(args.saved_model, texts, options, args.continue_prompt):
         print(line)
     return 0
 

@@ -53,6 +53,15 @@ def test_unilm_seq2seq(tmp_path):
     for name in ("copy_source", "greedy", "beam2", "beam2_trigram_blocking"):
         assert set(result[name]) == {"bleu", "rouge1", "rouge2", "rougeL"}
     assert result["left_to_right_perplexity"] > 1.0 and result["unigram_perplexity"] > 1.0
+    samples = result["continuations"]
+    assert set(samples) == {"temperature_0.7", "temperature_1.2"}
+    assert all(len(lines) == 3 and all(" | " in line for line in lines)
+               for lines in samples.values())
     assert list((tmp_path / "logs").rglob("events.out.tfevents.*"))
     outputs = served(tmp_path, ["And God said, Let there be light: and there was light.", ""])
     assert outputs["output_text"].shape == (2,) and outputs["token_ids"].shape == (2, 16)
+    continued = tf.saved_model.load(str(tmp_path / "saved_model" / "1")).signatures["continue"](
+        text=tf.constant(["It was a dark and stormy night"]), temperature=tf.constant([0.8]),
+        top_k=tf.constant([40]), top_p=tf.constant([0.95]), seed=tf.constant([7], tf.int64),
+        max_new_tokens=tf.constant([5]), repetition_penalty=tf.constant([1.2]))
+    assert continued["lengths"].numpy()[0] <= 5

@@ -18,6 +18,8 @@ what they are, as in BERT. The per-character answers come from Python's
 constants. Speed: `benchmarks/tokenizer_benchmark.py`.
 """
 
+import functools
+
 import tensorflow as tf
 
 from tfnlp.data import _unicode_tables as unicode_tables
@@ -178,10 +180,15 @@ def _words(flat, row_ids, alone, nrows):
         strings, tf.cast(tf.boolean_mask(row_ids, start), tf.int64), nrows=nrows, validate=False)
 
 
-@tf.autograph.experimental.do_not_convert  # plain TensorFlow ops, nothing to convert
 def bert_words(texts, lower_case):
     """BERT's words of each text of `texts` (1-D `tf.string`, valid UTF-8): ragged `(N, None)`."""
-    return _bert_words(texts, bool(lower_case))
+    return _traced(bool(lower_case))(texts)
+
+
+@functools.lru_cache(maxsize=None)
+def _traced(lower_case):
+    return tf.function(lambda texts: _bert_words(texts, lower_case), autograph=False,
+                       input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
 
 
 def _bert_words(texts, lower_case):

@@ -62,11 +62,9 @@ def decoding_options(beam_size, temperature=None, top_k=None, top_p=None, seed=N
     given = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
     sampling = any(value is not None for value in given.values())
     options = {}
-    if sampling:
-        defaults = {"temperature": 1.0, "top_k": 0, "top_p": 1.0,
-                    "seed": random.SystemRandom().randrange(2**63)}
-        options = {name: defaults[name] if value is None else value
-                   for name, value in given.items()}
+    if sampling:  # options not given stay out (off, at no cost in the loop)
+        options = {name: value for name, value in given.items() if value is not None}
+        options.setdefault("seed", random.SystemRandom().randrange(2**63))
     penalized = tf.is_tensor(repetition_penalty) or np.any(np.asarray(repetition_penalty) != 1.0)
     if penalized:
         options["repetition_penalty"] = repetition_penalty
@@ -199,8 +197,8 @@ class CompiledSearch:
         args = (self.step_fn, start_ids, setting["max_length"], setting["end_id"])
         if "seed" in options:
             loop, _ = sampling_lib.sampling_loop(
-                *args, options["seed"], temperature=options["temperature"],
-                top_k=options["top_k"], top_p=options["top_p"], **common)
+                *args, options["seed"], temperature=options.get("temperature", 1.0),
+                top_k=options.get("top_k", 0), top_p=options.get("top_p", 1.0), **common)
         else:
             loop, _ = greedy_loop(*args, **common)
         return loop, start_ids

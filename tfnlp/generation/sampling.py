@@ -159,15 +159,23 @@ def processed_logits(logits, sequences, step, options, no_repeat_ngram_size=0,
     """float32 logits to sample from: penalty, n-gram blocking, temperature, top-k, top-p.
 
     `options` holds `(B,)` tensors `temperature`, `top_k`, `top_p` and
-    `repetition_penalty` (see `per_row`). Banned and truncated tokens get
-    `-inf`; the first token of a row is never removed by top-k or top-p.
+    `repetition_penalty` (see `per_row`); a missing one is off. Banned and
+    truncated tokens get `-inf`; the first token of a row is never removed
+    by top-k or top-p.
     """
     logits = tf.cast(logits, tf.float32)
-    logits = repetition_penalized(logits, sequences, step, options["repetition_penalty"],
-                                  penalized_ids)
+    if "repetition_penalty" in options:
+        logits = repetition_penalized(logits, sequences, step, options["repetition_penalty"],
+                                      penalized_ids)
     logits = _common.maybe_block(logits, sequences, step, no_repeat_ngram_size, banned=-_INF)
-    logits = logits / options["temperature"][:, None]
-    return truncated(logits, options["top_k"], options["top_p"])
+    if "temperature" in options:
+        logits = logits / options["temperature"][:, None]
+    if "top_k" in options or "top_p" in options:
+        batch_size = tf.shape(logits)[0]
+        top_k = options.get("top_k", tf.zeros([batch_size], tf.int32))
+        top_p = options.get("top_p", tf.ones([batch_size], tf.float32))
+        logits = truncated(logits, top_k, top_p)
+    return logits
 
 
 def gumbel_choice(logits, seeds, step):
@@ -219,7 +227,13 @@ def sampling_loop(step_fn, start_ids, max_length, end_id, seed, *, temperature=1
     step_fn = _common.checked_step(step_fn, end_id)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
-    options = sampling_options(batch_size, temperature, top_k, top_p, repetition_penalty)
+    # Options left at their "off" Python value cost nothing in the loop.
+    given = {name: value for name, value in (("temperature", temperature), ("top_k", top_k),
+                                             ("top_p", top_p),
+                                             ("repetition_penalty", repetition_penalty))
+             if tf.is_tensor(value) or value is None
+             or np.any(np.asarray(value) != _OPTIONS[name][1])}
+    options = {name: per_row(name, value, batch_size) for name, value in given.items()}
     row_seeds = seeds(seed, batch_size)
     limits = row_limits(max_new_tokens, max_length, batch_size)
 
