@@ -41,14 +41,14 @@
    TopPSampler(p=0.9), jit_compile=...)` (one compiled model per sampler)
    and `generate` on token-id dicts with `stop_token_ids=None`; the end
    token is disabled in UniLM as in 1, so both decode the full length.
-   What each step does beyond the network differs: tfnlp sorts the whole
-   vocabulary for both top-k and top-p (one sort handles both) and draws by
-   Gumbel-max from counter-based Philox noise over the vocabulary; keras-hub's
-   top-k takes `top_k(k=40)` of the softmax and draws among 40, its top-p
-   (no `k` given) sorts the whole vocabulary too. tfnlp's step also
-   applies the repetition penalty (a scatter over the prompt and generated
-   tokens, run even at 1.0). keras-hub seeds its cache over all 32 + 64
-   slots (2, 3). UniLM still feeds two tokens per step (2).
+   What each step does beyond the network differs: for top-k tfnlp ranks
+   the 64 largest logits (`tf.math.top_k`, the next power of two above k),
+   for top-p it sorts the whole vocabulary, and it draws by Gumbel-max
+   from counter-based Philox noise over the vocabulary; keras-hub's top-k
+   takes `top_k(k=40)` of the softmax and draws among 40, its top-p (no `k`
+   given) sorts the whole vocabulary too. Neither applies a repetition
+   penalty here. keras-hub seeds its cache over all 32 + 64 slots (2, 3).
+   UniLM still feeds two tokens per step (2).
 5. `UniLM.continue_prompt` with the cache vs recomputing the whole sequence
    every step (`use_cache=False`), greedy and top-k 40 sampling, 8 prompts of
    32 tokens, 64 and 256 new tokens (end token disabled, `jit_compile`

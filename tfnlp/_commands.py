@@ -578,7 +578,16 @@ SAMPLING_OPTIONS = {"temperature": (np.float32, 1.0), "top_k": (np.int32, 0),
 
 
 def _sampling_inputs(signature, options, count):
-    """The `sample`/`continue` inputs: each option for every text (text i gets seed + i)."""
+    """The `sample`/`continue` inputs: each option for every text.
+
+    Without temperature, top-k, top-p or seed the decoding is greedy
+    (`top_k=1`), as in Python; each text gets its own seed made from
+    `seed` (`generation.sampling.seeds`, the same rows as in Python).
+    """
+    from tfnlp.generation import sampling
+
+    if not any(options.get(name) is not None for name in ("temperature", "top_k", "top_p", "seed")):
+        options = {**options, "top_k": 1}
     inputs = {}
     for name, (dtype, default) in SAMPLING_OPTIONS.items():
         value = options.get(name)
@@ -586,10 +595,14 @@ def _sampling_inputs(signature, options, count):
             # The export's max_length: the width of its token_ids output.
             default = signature.structured_outputs["token_ids"].shape[1] if default is None else default
             value = default
-        values = np.full(count, value, dtype)
         if name == "seed":
-            values = values + np.arange(count, dtype=np.int64)
-        inputs[name] = tf.constant(values)
+            if not 0 <= value < 2**63:
+                raise SystemExit(f"tfnlp: error: `--seed` must be in [0, 2**63), got {value}.")
+            inputs[name] = sampling.seeds(value, count)
+            continue
+        if np.issubdtype(dtype, np.integer) and not -2**31 <= value < 2**31:
+            raise SystemExit(f"tfnlp: error: `--{name.replace('_', '-')}` is out of range: {value}.")
+        inputs[name] = tf.constant(np.full(count, value, dtype))
     return inputs
 
 

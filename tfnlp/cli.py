@@ -282,11 +282,11 @@ def build_parser():
     generate.add_argument("--text", action="append", help="input text (repeatable; default: stdin lines)")
     sampling = generate.add_argument_group(
         "sampling", "decode with the `sample` signature (or `continue` with --continue) of a "
-        "text-to-text export; any of these turns sampling on")
+        "text-to-text export: sampled with --temperature, --top-k, --top-p or --seed, else greedy")
     sampling.add_argument("--temperature", type=float, help="> 0 (default 1)")
     sampling.add_argument("--top-k", type=int, help="keep the k most probable tokens (default 0: all)")
     sampling.add_argument("--top-p", type=float, help="nucleus mass in (0, 1] (default 1: all)")
-    sampling.add_argument("--seed", type=int, help="text i uses seed + i (default 0)")
+    sampling.add_argument("--seed", type=int, help="each text gets its own seed made from this one (default 0)")
     sampling.add_argument("--max-new-tokens", type=int, help="at most the export's max_length (default)")
     sampling.add_argument("--repetition-penalty", type=float, help="> 0 (default 1: off)")
     sampling.add_argument("--continue", dest="continue_prompt", action="store_true",

@@ -71,6 +71,20 @@ def test_philox_equals_tensorflows_cpu_philox():
     np.testing.assert_array_equal(tf.stack(ours, axis=-1).numpy().reshape(-1), theirs.numpy())
 
 
+def test_the_numbers_of_some_tokens_are_those_of_the_whole_vocabulary():
+    seeds = tf.constant([3, 2**62 + 11], tf.int64)
+    every = _philox.uniform(seeds, tf.constant(7), 1001).numpy()
+    token_ids = tf.constant([[0, 1, 2, 3, 4, 1000, 517], [999, 5, 5, 6, 7, 8, 12]])
+    some = _philox.uniform_at(seeds, tf.constant(7), token_ids).numpy()
+    np.testing.assert_array_equal(some, np.take_along_axis(every, token_ids.numpy(), axis=1))
+
+
+def test_uniform_numbers_are_never_0_or_1_even_for_the_extreme_words():
+    extremes = _philox.to_unit_interval(tf.constant([0, 0xFFFFFFFF], tf.uint32)).numpy()
+    assert 0 < extremes[0] < 1e-6 and 1 - 1e-6 < extremes[1] < 1
+    assert np.isfinite(-np.log(-np.log(extremes))).all()
+
+
 def test_uniform_rows_depend_on_their_own_seed_only_and_not_on_xla():
     seeds = tf.constant([3, 2**62 + 11, 0], tf.int64)
     eager = _philox.uniform(seeds, tf.constant(4), 1001).numpy()
@@ -130,6 +144,19 @@ def test_processing_equals_hugging_faces_processors_and_warpers():
         np.testing.assert_allclose(ours.numpy(), scores.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_ranking_only_the_largest_logits_keeps_the_same_tokens_as_sorting_all():
+    rng = np.random.default_rng(2)
+    logits = np.round(rng.normal(0, 2, (8, 300)), 1).astype(np.float32)  # many ties
+    top_k = tf.constant([1, 2, 5, 17, 40, 64, 64, 3])
+    top_p = tf.constant([1.0, 0.5, 0.9, 0.3, 0.99, 1.0, 0.7, 0.2])
+    everything = sampling.truncated(tf.constant(logits), top_k, top_p)
+    capped = sampling.truncated(tf.constant(logits), top_k, top_p, cap=64)
+    np.testing.assert_array_equal(everything.numpy(), capped.numpy())
+    assert sampling.static_top_k_cap([40, 3], 8000) == 64
+    assert sampling.static_top_k_cap([0, 3], 8000) is None  # top-k off for a row: sort
+    assert sampling.static_top_k_cap(tf.constant(40), 8000) is None
+
+
 def test_repetition_penalty_counts_the_generated_tokens_and_the_prompt():
     logits = tf.constant([[2.0, -1.0, 0.5, 3.0]])
     sequences = tf.constant([[3, 0, 1, 0]])  # start token 3 (not counted), then 0, 1
@@ -147,11 +174,15 @@ def test_the_same_seed_gives_the_same_tokens_and_rows_do_not_depend_on_their_bat
     np.testing.assert_array_equal(first, again)
     alone = sample(markov_step, start[:1], 10, end_id=0, seed=[6])["token_ids"].numpy()
     np.testing.assert_array_equal(alone[0], first[1])
-    # An int seed s gives row b the seed s + b.
-    np.testing.assert_array_equal(sample(markov_step, start, 10, end_id=0, seed=5)["token_ids"],
-                                  first)
     other = sample(markov_step, start, 10, end_id=0, seed=[8, 9, 10])["token_ids"].numpy()
     assert not np.array_equal(first, other)
+    # An int seed gives each row its own seed, in [0, 2**63) and shared by no
+    # row of the next int's: a loop over seed=0, 1, ... draws new samples.
+    rows = sampling.seeds(5, 3).numpy()
+    assert (rows >= 0).all() and len(set(rows)) == 3
+    np.testing.assert_array_equal(sample(markov_step, start, 10, end_id=0, seed=5)["token_ids"],
+                                  sample(markov_step, start, 10, end_id=0, seed=rows)["token_ids"])
+    assert not set(sampling.seeds(0, 8).numpy()) & set(sampling.seeds(1, 8).numpy())
 
 
 def test_eager_function_and_xla_sample_the_same_tokens():
@@ -167,6 +198,29 @@ def test_eager_function_and_xla_sample_the_same_tokens():
         for name in ("token_ids", "lengths"):
             np.testing.assert_array_equal(graph[name], eager[name])
         np.testing.assert_allclose(graph["scores"], eager["scores"], rtol=1e-5)
+
+
+def test_top_k_one_is_greedy_on_tied_logits_too():
+    tied = fixed_step(tf.constant([0.0, 2.0, 1.0, 2.0, 2.0]))  # three tokens tie for the top
+    greedy = greedy_search(tied, tf.zeros([64], tf.int32), 3, end_id=0)
+    sampled = sample(tied, tf.zeros([64], tf.int32), 3, end_id=0, seed=0, top_k=1)
+    np.testing.assert_array_equal(sampled["token_ids"], greedy["token_ids"])
+    assert (greedy["token_ids"].numpy() == 1).all()  # argmax: the lowest id of the tie
+    # top-k 2 keeps exactly two of the three tied tokens: ids 1 and 3.
+    kept = sample(tied, tf.zeros([4000], tf.int32), 1, end_id=0, seed=0, top_k=2)
+    assert set(kept["token_ids"][:, 0].numpy()) == {1, 3}
+
+
+def test_options_at_their_off_value_are_still_checked():
+    start = tf.zeros([2], tf.int32)
+    for options, message in (({"top_p": [1.0, 1.0, 1.0]}, "one value per sequence"),
+                             ({"temperature": True}, "must be a number"),
+                             ({"top_k": 0.0}, "must be an int"),
+                             ({"top_k": [[0, 0]]}, "one number per sequence")):
+        with pytest.raises(ValueError, match=message):
+            sample(markov_step, start, 4, end_id=0, seed=1, **options)
+    with pytest.raises(ValueError, match="one value per sequence"):
+        greedy_search(markov_step, start, 4, end_id=0, repetition_penalty=[1.0, 1.0, 1.0])
 
 
 @pytest.mark.parametrize("blocking, penalty", [(0, 1.0), (2, 1.0), (0, 1.5), (2, 1.5)])
@@ -202,12 +256,11 @@ def test_max_new_tokens_ends_each_row_after_its_own_limit():
     ("seed", 1.5, "`seed` must be an int"),
     ("seed", None, "`seed` is required"),
     ("max_new_tokens", 9, r"`max_new_tokens` must be an int in \[1, 8\]"),
-    ("top_k", [1, 2], "`top_k` must hold one value per sequence"),
+    ("top_k", [1, 2], r"`top_k` must hold one value per sequence \(3\), got 2"),
 ])
 def test_bad_options_get_errors_that_name_them(name, value, message):
     settings = {"seed": 1, name: value}
-    error = (ValueError, tf.errors.InvalidArgumentError)
-    with pytest.raises(error, match=message):
+    with pytest.raises(ValueError, match=message):
         sample(markov_step, tf.zeros([3], tf.int32), 8, end_id=0, **settings)
 
 

@@ -83,7 +83,7 @@ def test_sampling_compiled_with_xla_draws_the_same_tokens(family):
 def test_options_that_need_greedy_or_sampling_refuse_beam_search(family):
     model = make(family)
     for options, message in (({"seed": 1}, "`seed` work with greedy"),
-                             ({"top_p": 0.5}, "`temperature`, `top_k`, `top_p`, `seed`"),
+                             ({"top_p": 0.5}, "`top_p`, `seed` work with greedy"),
                              ({"max_new_tokens": 2}, "`max_new_tokens` work"),
                              ({"stream": True}, "Streaming decodes one hypothesis")):
         with pytest.raises(ValueError, match=message):

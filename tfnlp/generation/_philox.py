@@ -47,8 +47,8 @@ def uniform(seeds, step, size):
 
     Row `b` depends on `seeds[b]` and `step` only (never on the batch's other
     rows): the key is the seed's two 32-bit halves, the counter `(block,
-    step, 0, 0)` for blocks of four numbers. Each number keeps the word's top
-    24 bits, centred: `(w >> 8) + 0.5) / 2**24`, never 0 or 1.
+    step, 0, 0)` for blocks of four numbers, each made a number by
+    `to_unit_interval` (never 0 or 1).
 
     Args:
         seeds: int64 `(B,)`.
@@ -64,5 +64,32 @@ def uniform(seeds, step, size):
     counter = (block, tf.cast(step, tf.uint32) + zero, zero, zero)
     words = tf.stack(philox_words(counter, key), axis=-1)  # (B, blocks, 4)
     words = tf.reshape(words, [tf.shape(seeds)[0], blocks * 4])[:, :size]
-    top = tf.bitwise.right_shift(words, tf.constant(8, tf.uint32))
-    return (tf.cast(top, tf.float32) + 0.5) * (2.0 ** -24)
+    return to_unit_interval(words)
+
+
+def uniform_at(seeds, step, token_ids):
+    """`uniform(seeds, step, V)[b, token_ids[b, j]]` for int32 `token_ids` `(B, J)`, without the rest.
+
+    Computes the blocks of the given tokens only: sampling among `J`
+    candidates (top-k) costs `J`, not the vocabulary, and draws exactly the
+    numbers `uniform` gives those tokens.
+    """
+    seeds = tf.bitcast(tf.cast(seeds, tf.int64), tf.uint64)[:, None]  # (B, 1)
+    key = (tf.cast(seeds, tf.uint32),
+           tf.cast(tf.bitwise.right_shift(seeds, tf.constant(32, tf.uint64)), tf.uint32))
+    token_ids = tf.cast(token_ids, tf.int32)
+    block = tf.cast(token_ids // 4, tf.uint32)
+    zero = tf.zeros_like(block)
+    words = tf.stack(philox_words((block, tf.cast(step, tf.uint32) + zero, zero, zero), key),
+                     axis=-1)  # (B, J, 4)
+    return to_unit_interval(tf.gather(words, token_ids % 4, batch_dims=2))
+
+
+def to_unit_interval(words):
+    """uint32 words -> float32 in (0, 1): the top 23 bits, centred, `((w >> 9) + 0.5) / 2**23`.
+
+    23 bits, not 24: `2**24 - 1 + 0.5` is not a float32 and rounds to
+    `2**24`, which would give exactly 1 (and an infinite Gumbel noise).
+    """
+    top = tf.bitwise.right_shift(words, tf.constant(9, tf.uint32))
+    return (tf.cast(top, tf.float32) + 0.5) * (2.0 ** -23)

@@ -46,9 +46,6 @@ def check_source(token_ids, padding_mask, name):
     return token_ids, tf.cast(tf.cast(padding_mask, tf.bool), tf.int32)
 
 
-SAMPLING_OPTIONS = ("temperature", "top_k", "top_p", "seed")
-
-
 def decoding_options(beam_size, temperature=None, top_k=None, top_p=None, seed=None,
                      repetition_penalty=1.0, max_new_tokens=None):
     """`(sampling, options)` of a model's `generate` arguments, checked.
@@ -65,9 +62,7 @@ def decoding_options(beam_size, temperature=None, top_k=None, top_p=None, seed=N
     if sampling:  # options not given stay out (off, at no cost in the loop)
         options = {name: value for name, value in given.items() if value is not None}
         options.setdefault("seed", random.SystemRandom().randrange(2**63))
-    penalized = tf.is_tensor(repetition_penalty) or np.any(np.asarray(repetition_penalty) != 1.0)
-    if penalized:
-        options["repetition_penalty"] = repetition_penalty
+    options.update(sampling_lib.active_options(repetition_penalty=repetition_penalty))
     if max_new_tokens is not None:
         options["max_new_tokens"] = max_new_tokens
     if options and not (isinstance(beam_size, numbers.Integral) and beam_size == 1):
@@ -94,7 +89,10 @@ def streamed_texts(tokenizer, steps):
 
     The prefix decoded so far is detokenized at every step and the part
     after the text already yielded is the piece (a WordPiece `##` piece
-    continues a word, any other token starts one with a space).
+    continues a word, any other token starts one with a space). WordPiece
+    detokenization only appends as tokens come, so the pieces join into
+    the final texts (`tests/models/test_sampling_models.py`); a
+    detokenizer that rewrote earlier text would break that.
     """
     tokens, previous = [], None
     for ids in steps:
@@ -173,6 +171,8 @@ class CompiledSearch:
             "max_length": max_length, "beam_size": beam_size, "length_penalty": length_penalty,
             "no_repeat_ngram_size": int(no_repeat_ngram_size), "use_cache": bool(use_cache),
             "jit_compile": jit_compile, "options": tuple(sorted(options)),
+            # Python top-k values: rank only the largest logits (a power-of-two bound).
+            "top_k_cap": sampling_lib.static_top_k_cap(options.get("top_k"), None),
             "ids": tuple(sorted((name, int(value)) for name, value in model_ids.items())),
         }
 
@@ -198,7 +198,8 @@ class CompiledSearch:
         if "seed" in options:
             loop, _ = sampling_lib.sampling_loop(
                 *args, options["seed"], temperature=options.get("temperature", 1.0),
-                top_k=options.get("top_k", 0), top_p=options.get("top_p", 1.0), **common)
+                top_k=options.get("top_k", 0), top_p=options.get("top_p", 1.0),
+                top_k_cap=setting["top_k_cap"], **common)
         else:
             loop, _ = greedy_loop(*args, **common)
         return loop, start_ids
@@ -256,9 +257,11 @@ class CompiledSearch:
         setting = self._settings(source_ids, source_mask, start_id, end_id, max_length,
                                  beam_size, length_penalty, no_repeat_ngram_size, pad_id,
                                  use_cache, jit_compile, options, model_ids)
-        return self._stream(setting, source_ids, source_mask, options)
+        # The options checked now, not at the generator's first step.
+        tensors = _option_tensors(options, tf.shape(source_ids)[0], setting["max_length"])
+        return self._stream(setting, source_ids, source_mask, tensors)
 
-    def _stream(self, setting, source_ids, source_mask, options):
+    def _stream(self, setting, source_ids, source_mask, tensors):
         key = ("stream",) + tuple(setting.items())
         functions = self.by_setting.get(key)
         if functions is None:
@@ -277,7 +280,6 @@ class CompiledSearch:
                                           reduce_retracing=True) for f in (begin, advance))
             self.by_setting[key] = functions
         begin, advance = functions
-        tensors = _option_tensors(options, tf.shape(source_ids)[0], setting["max_length"])
         loop_variables, context = begin(source_ids, source_mask, tensors)
         for step in range(setting["max_length"]):
             loop_variables, done = advance(loop_variables, context, tensors)
@@ -286,5 +288,5 @@ class CompiledSearch:
                 return
 
 
-_OPTION_DTYPES = {"temperature": tf.float32, "top_k": tf.int32, "top_p": tf.float32,
-                  "seed": tf.int64, "repetition_penalty": tf.float32, "max_new_tokens": tf.int32}
+_OPTION_DTYPES = {**{name: spec[0] for name, spec in sampling_lib._OPTIONS.items()},
+                  "seed": tf.int64, "max_new_tokens": tf.int32}

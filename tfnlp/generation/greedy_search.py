@@ -1,6 +1,5 @@
 """Greedy decoding over a cached step function, in one `tf.while_loop`."""
 
-import numpy as np
 import tensorflow as tf
 
 from tfnlp.generation import _common
@@ -98,7 +97,7 @@ def greedy_loop(step_fn, start_ids, max_length, end_id, *, context=(), pad_id=0,
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
     penalty = None
-    if tf.is_tensor(repetition_penalty) or np.any(np.asarray(repetition_penalty) != 1.0):
+    if sampling.active_options(batch_size, repetition_penalty=repetition_penalty):
         penalty = sampling.per_row("repetition_penalty", repetition_penalty, batch_size)
     limits = sampling.row_limits(max_new_tokens, max_length, batch_size)
 

@@ -7,8 +7,10 @@ top-k, top-p) and a token is drawn from their softmax by the Gumbel-max
 trick, `argmax(logits + g)`, with `g = -log(-log(u))` and `u` from
 Philox-4x32-10 keyed by the row's seed and counted by the step. So a row's
 text depends on its seed alone (not on the batch it was decoded with), and
-the same seed gives the same text in eager mode, in a `tf.function`, under
-XLA and in an exported SavedModel.
+the same seed draws the same noise in eager mode, in a `tf.function`, under
+XLA and in an exported SavedModel: the same text wherever the model's own
+logits agree (XLA may change their last bits, which can only matter for a
+near-tie).
 """
 
 import numpy as np
@@ -45,6 +47,40 @@ def _python_values(name, value, integer):
     return values
 
 
+def _checked_python(name, value):
+    """Python or NumPy option values as a checked NumPy array (ValueError naming `name`)."""
+    dtype, _, python_check, _, what = _OPTIONS[name]
+    values = _python_values(name, value, dtype.is_integer)
+    if not all(python_check(v) for v in values.reshape(-1).tolist()):
+        raise ValueError(f"`{name}` must be {what}, got {value!r}.")
+    return values
+
+
+def active_options(batch_size=None, **values):
+    """The options of `values` that are not at their "off" value, all of them checked.
+
+    Python values are checked here (type, range, and one per sequence when
+    `batch_size`, an int or a tensor, is known when traced); an option
+    whose every value is its off value (`temperature` 1, `top_k` 0, `top_p`
+    1, `repetition_penalty` 1) is then left out, so it costs nothing in
+    the loop. Tensors are always kept (checked when run, see `per_row`).
+    """
+    static = tf.get_static_value(batch_size) if tf.is_tensor(batch_size) else batch_size
+    active = {}
+    for name, value in values.items():
+        if tf.is_tensor(value):
+            active[name] = value
+            continue
+        array = _checked_python(name, value)
+        if array.ndim == 1 and static is not None and len(array) != int(static):
+            raise ValueError(
+                f"`{name}` must hold one value per sequence ({int(static)}), got {len(array)}."
+            )
+        if np.any(array != _OPTIONS[name][1]):
+            active[name] = value
+    return active
+
+
 def per_row(name, value, batch_size):
     """Sampling option `name` as a `(B,)` tensor, checked (see `sample`).
 
@@ -53,13 +89,10 @@ def per_row(name, value, batch_size):
     naming the option; tensor values by a graph assertion with the same
     message (an `InvalidArgumentError` when run; compiled out under XLA).
     """
-    dtype, _, python_check, graph_check, what = _OPTIONS[name]
+    dtype, _, _, graph_check, what = _OPTIONS[name]
     message = f"`{name}` must be {what}"
-    values = _python_values(name, value, dtype.is_integer)
-    if values is not None:
-        if not all(python_check(v) for v in values.reshape(-1).tolist()):
-            raise ValueError(f"{message}, got {value!r}.")
-        tensor = tf.constant(values, dtype)
+    if not tf.is_tensor(value):
+        tensor = tf.constant(_checked_python(name, value), dtype)
     else:
         tensor = value
         if not (tensor.dtype.is_integer if dtype.is_integer else tensor.dtype.is_floating):
@@ -85,10 +118,13 @@ def _rows(name, tensor, batch_size):
 
 
 def seeds(seed, batch_size):
-    """int64 `(B,)` seeds: an int `s` gives row `b` the seed `s + b`; else one seed per row.
+    """int64 `(B,)` row seeds: from one int, a different seed per row; else one given per row.
 
-    `seed` is a Python int in `[0, 2**63)`, one int per row, or an integer
-    tensor (scalar, treated like an int, or `(B,)`).
+    `seed` is a Python int in `[0, 2**63)`, one such int per row, or an
+    integer tensor (a scalar is treated like an int, `(B,)` one per row).
+    An int `s` gives row `b` the seed made by Philox from `(s, b)` (in
+    `[0, 2**63)`, so it can be passed back as that row's seed): the rows of
+    `seed=0` and `seed=1` share nothing.
     """
     if seed is None:
         raise ValueError("`seed` is required to sample: an int, or one int per sequence.")
@@ -100,10 +136,24 @@ def seeds(seed, batch_size):
     elif not seed.dtype.is_integer:
         raise ValueError(f"`seed` must be an int, got a {seed.dtype.name} tensor.")
     seed = tf.cast(seed, tf.int64)
-    if seed.shape.rank == 0:  # s + b, with 64-bit wrap-around
-        rows = tf.cast(tf.range(batch_size), tf.int64)
-        return tf.bitcast(tf.bitcast(seed, tf.uint64) + tf.cast(rows, tf.uint64), tf.int64)
+    if seed.shape.rank == 0:
+        return _row_seeds(seed, batch_size)
     return _rows("seed", seed, batch_size)
+
+
+def _row_seeds(seed, batch_size):
+    """Philox of key `seed` and counter `(b, 0, 0, 1)`: 63 bits per row."""
+    key = tf.bitcast(seed, tf.uint64)
+    key = (tf.cast(key, tf.uint32),
+           tf.cast(tf.bitwise.right_shift(key, tf.constant(32, tf.uint64)), tf.uint32))
+    rows = tf.cast(tf.range(batch_size), tf.uint32)
+    zero = tf.zeros_like(rows)
+    low, high, _, _ = _philox.philox_words((rows, zero, zero, zero + 1), key)
+    high = tf.bitwise.bitwise_and(high, tf.constant(0x7FFFFFFF, tf.uint32))
+    word = tf.bitwise.bitwise_or(
+        tf.bitwise.left_shift(tf.cast(high, tf.uint64), tf.constant(32, tf.uint64)),
+        tf.cast(low, tf.uint64))
+    return tf.bitcast(word, tf.int64)
 
 
 def repetition_penalized(logits, sequences, step, penalty, penalized_ids=None):
@@ -133,29 +183,64 @@ def repetition_penalized(logits, sequences, step, penalty, penalized_ids=None):
     return tf.where(seen, tf.where(logits > 0, logits / penalty, logits * penalty), logits)
 
 
-def truncated(logits, top_k, top_p):
+def static_top_k_cap(top_k, vocabulary_size):
+    """A static bound on Python `top_k` values (a power of two), or None.
+
+    With it, `truncated` ranks only the `cap` largest logits (`tf.math.top_k`)
+    instead of sorting the vocabulary, which costs many times more on a CPU
+    (benchmarks/README.md, sampling). None when `top_k` is a tensor or turns
+    top-k off (0) for some row.
+    """
+    if top_k is None or tf.is_tensor(top_k):
+        return None
+    values = np.asarray(top_k).reshape(-1)
+    if not values.size or (values <= 0).any():
+        return None
+    cap = 1 << int(values.max() - 1).bit_length()  # the next power of two
+    return min(cap, vocabulary_size) if vocabulary_size else cap
+
+
+def truncated(logits, top_k, top_p, cap=None):
     """Logits outside the top-k and the top-p nucleus set to `-inf` (per row).
 
-    Top-k keeps the `top_k[b]` largest logits (0: all); top-p then keeps the
-    smallest set of the most probable remaining tokens whose probability
-    (renormalised after top-k) reaches `top_p[b]` (1: all), always at least
-    one. Tokens tied with the last one kept are kept too. One sort per row.
+    Tokens are ranked by logit, ties broken toward the lower id (as
+    `argmax` does, so `top_k=1` is greedy search). Top-k keeps the first
+    `top_k[b]` (0: all); top-p then keeps the shortest prefix of the rest
+    whose probability (renormalised after top-k) reaches `top_p[b]` (1: all),
+    always at least one token. Hugging Face's top-k keeps every token tied
+    with the k-th; here exactly k are kept. With `cap` (a Python int no
+    smaller than any `top_k[b]`, all > 0) only the `cap` largest logits
+    are ranked (`tf.math.top_k`, lower ids first among ties) instead of the
+    whole vocabulary being sorted: the same tokens, cheaper.
     """
-    vocabulary = tf.shape(logits)[1]
-    ordered = tf.sort(logits, axis=-1, direction="DESCENDING")
-    rank = tf.range(vocabulary)[None, :]
-    k = tf.where(top_k > 0, tf.minimum(top_k, vocabulary), vocabulary)[:, None]
+    return in_vocabulary_order(*candidates(logits, top_k, top_p, cap), tf.shape(logits))
+
+
+def candidates(logits, top_k, top_p, cap=None):
+    """`(values, token_ids)` `(B, C)`: the ranked candidates, `-inf` where truncated.
+
+    `truncated`'s tokens, before they are put back in vocabulary order: `C`
+    is `cap`, or the vocabulary size without it.
+    """
+    if cap is None:
+        order = tf.argsort(logits, axis=-1, direction="DESCENDING", stable=True)  # (B, V) ids
+        ordered = tf.gather(logits, order, batch_dims=1)
+        width = tf.shape(logits)[1]
+    else:
+        ordered, order = tf.math.top_k(logits, k=cap)  # (B, cap)
+        width = cap
+    rank = tf.range(width)[None, :]
+    k = tf.where(top_k > 0, tf.minimum(top_k, width), width)[:, None]
     in_top_k = rank < k
     probabilities = tf.nn.softmax(tf.where(in_top_k, ordered, -_INF), axis=-1)
     before = tf.math.cumsum(probabilities, axis=-1, exclusive=True)
-    kept = in_top_k & (before < top_p[:, None])
-    count = tf.maximum(tf.reduce_sum(tf.cast(kept, tf.int32), axis=1), 1)
-    threshold = tf.gather(ordered, count - 1, batch_dims=1)[:, None]
-    return tf.where(logits >= threshold, logits, -_INF)
+    kept = in_top_k & ((before < top_p[:, None]) | (top_p[:, None] >= 1.0))
+    kept |= tf.equal(rank, 0)
+    return tf.where(kept & tf.math.is_finite(ordered), ordered, -_INF), order
 
 
 def processed_logits(logits, sequences, step, options, no_repeat_ngram_size=0,
-                     penalized_ids=None):
+                     penalized_ids=None, top_k_cap=None):
     """float32 logits to sample from: penalty, n-gram blocking, temperature, top-k, top-p.
 
     `options` holds `(B,)` tensors `temperature`, `top_k`, `top_p` and
@@ -163,6 +248,24 @@ def processed_logits(logits, sequences, step, options, no_repeat_ngram_size=0,
     truncated tokens get `-inf`; the first token of a row is never removed
     by top-k or top-p.
     """
+    values, token_ids = processed_candidates(logits, sequences, step, options,
+                                             no_repeat_ngram_size, penalized_ids, top_k_cap)
+    if token_ids is None:
+        return values
+    return in_vocabulary_order(values, token_ids, tf.shape(logits))
+
+
+def in_vocabulary_order(values, token_ids, shape):
+    """Candidates' `values` `(B, C)` put at their `token_ids` in a `(B, V)` `shape` of `-inf`."""
+    rows = tf.broadcast_to(tf.range(tf.shape(token_ids)[0])[:, None], tf.shape(token_ids))
+    return tf.tensor_scatter_nd_update(tf.fill(shape, -_INF),
+                                       tf.stack([rows, token_ids], axis=-1), values)
+
+
+def processed_candidates(logits, sequences, step, options, no_repeat_ngram_size=0,
+                         penalized_ids=None, top_k_cap=None):
+    """`processed_logits` as `(values, token_ids)` candidates (`candidates`) when top-k or
+    top-p is on, else `(logits, None)`: with a top-k cap, only `cap` per row."""
     logits = tf.cast(logits, tf.float32)
     if "repetition_penalty" in options:
         logits = repetition_penalized(logits, sequences, step, options["repetition_penalty"],
@@ -170,16 +273,25 @@ def processed_logits(logits, sequences, step, options, no_repeat_ngram_size=0,
     logits = _common.maybe_block(logits, sequences, step, no_repeat_ngram_size, banned=-_INF)
     if "temperature" in options:
         logits = logits / options["temperature"][:, None]
-    if "top_k" in options or "top_p" in options:
-        batch_size = tf.shape(logits)[0]
-        top_k = options.get("top_k", tf.zeros([batch_size], tf.int32))
-        top_p = options.get("top_p", tf.ones([batch_size], tf.float32))
-        logits = truncated(logits, top_k, top_p)
-    return logits
+    if "top_k" not in options and "top_p" not in options:
+        return logits, None
+    batch_size = tf.shape(logits)[0]
+    top_k = options.get("top_k", tf.zeros([batch_size], tf.int32))
+    top_p = options.get("top_p", tf.ones([batch_size], tf.float32))
+    return candidates(logits, top_k, top_p, top_k_cap if "top_k" in options else None)
 
 
-def gumbel_choice(logits, seeds, step):
-    """`argmax(logits + Gumbel noise)`: one draw per row from `softmax(logits)`."""
+def gumbel_choice(logits, seeds, step, token_ids=None):
+    """`argmax(logits + Gumbel noise)`: one draw per row from `softmax(logits)`.
+
+    With `token_ids` `(B, C)`, `logits` are those candidates' (`candidates`)
+    and the noise is the one each token gets over the whole vocabulary
+    (`_philox.uniform_at`): the same draw, at the candidates' cost.
+    """
+    if token_ids is not None:
+        noise = -tf.math.log(-tf.math.log(_philox.uniform_at(seeds, step, token_ids)))
+        best = tf.argmax(logits + noise, axis=-1, output_type=tf.int32)
+        return tf.gather(token_ids, best, batch_dims=1)
     size = logits.shape[-1]
     if size is None:
         raise ValueError("Sampling needs the vocabulary size known when traced (logits "
@@ -219,28 +331,33 @@ def row_limits(max_new_tokens, max_length, batch_size):
 
 def sampling_loop(step_fn, start_ids, max_length, end_id, seed, *, temperature=1.0, top_k=0,
                   top_p=1.0, repetition_penalty=1.0, context=(), pad_id=0,
-                  no_repeat_ngram_size=0, max_new_tokens=None, penalized_ids=None):
-    """The checked `TokenLoop` of `sample` (also stepped one token at a time to stream)."""
+                  no_repeat_ngram_size=0, max_new_tokens=None, penalized_ids=None,
+                  top_k_cap=None):
+    """The checked `TokenLoop` of `sample` (also stepped one token at a time to stream).
+
+    `top_k_cap`: a static bound on `top_k` when it is a tensor whose values
+    were Python ints (see `static_top_k_cap`); taken from Python `top_k` values
+    otherwise.
+    """
     max_length = _common.check_arguments(max_length, no_repeat_ngram_size, end_id=end_id,
                                          pad_id=pad_id)
     end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
     step_fn = _common.checked_step(step_fn, end_id)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]
-    # Options left at their "off" Python value cost nothing in the loop.
-    given = {name: value for name, value in (("temperature", temperature), ("top_k", top_k),
-                                             ("top_p", top_p),
-                                             ("repetition_penalty", repetition_penalty))
-             if tf.is_tensor(value) or value is None
-             or np.any(np.asarray(value) != _OPTIONS[name][1])}
+    given = active_options(batch_size, temperature=temperature, top_k=top_k, top_p=top_p,
+                           repetition_penalty=repetition_penalty)
     options = {name: per_row(name, value, batch_size) for name, value in given.items()}
     row_seeds = seeds(seed, batch_size)
     limits = row_limits(max_new_tokens, max_length, batch_size)
 
     def choose(logits, sequences, step):
-        logits = processed_logits(logits, sequences, step, options, no_repeat_ngram_size,
-                                  penalized_ids)
-        return gumbel_choice(logits, row_seeds, step)
+        cap = static_top_k_cap(top_k, logits.shape[-1]) if top_k_cap is None else top_k_cap
+        if cap is not None and logits.shape[-1] is not None:
+            cap = min(cap, logits.shape[-1])
+        values, token_ids = processed_candidates(logits, sequences, step, options,
+                                                 no_repeat_ngram_size, penalized_ids, cap)
+        return gumbel_choice(values, row_seeds, step, token_ids)
 
     loop = _loop.TokenLoop(step_fn, max_length, end_id, choose, context, pad_id, limits)
     return loop, start_ids
@@ -280,7 +397,7 @@ def sample(step_fn, start_ids, max_length, end_id, *, seed, temperature=1.0, top
         start_ids: int tensor `(B,)`, the first input token of each sequence.
         max_length: int, the most tokens generated (end token included).
         end_id: int, the token that ends a sequence.
-        seed: int in `[0, 2**63)` (row `b` gets `seed + b`), one int per
+        seed: int in `[0, 2**63)` (each row gets its own, see `seeds`), one int per
             sequence, or an integer tensor.
         temperature: number > 0.
         top_k: int >= 0, 0 keeps all tokens.

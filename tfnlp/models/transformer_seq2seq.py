@@ -655,7 +655,7 @@ class TransformerSeq2Seq(FromConfig, Task):
             top_k: sampling: keep the k most probable tokens (0: all).
             top_p: sampling: keep the smallest set of most probable tokens
                 whose probability reaches `top_p` (1: all).
-            seed: sampling: an int in `[0, 2**63)` (row `b` uses `seed + b`)
+            seed: sampling: an int in `[0, 2**63)` (each row gets its own seed made from it)
                 or one per sequence; the same seed gives the same text.
                 Default: a random seed when another sampling option is
                 given.

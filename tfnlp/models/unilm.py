@@ -676,6 +676,8 @@ def prompt_ids(tokenizer, texts, length):
     """`(token_ids, padding_mask)` `(B, length)`: `[CLS]` and each prompt's last `length - 1` tokens.
 
     A prompt is continued from its end, so a long one loses its beginning.
+    (The tokenizer reads a text's first `max_input_bytes` bytes only: a
+    prompt longer than that, 100 kB by default, is continued from there.)
     """
     tokens = tokenizer(texts)
     starts = tf.maximum(tokens.row_lengths() - (length - 1), 0)
