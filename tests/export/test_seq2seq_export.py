@@ -241,3 +241,55 @@ def test_bad_decoding_options_fail_the_request_with_a_message_that_names_them(ex
                 options[name] = np.full(2, value, options[name].dtype)
             error = server.call(path, "sample", expect_error=True, text=TEXTS[:2], **options)
             assert message in error, (name, error[-2000:])
+
+
+def test_any_batch_of_any_text_and_any_options_is_served_or_refused_by_name(exported):
+    """Fuzz `sample` in TF Serving's C++ loader: 0-4 texts of any kind with options
+    drawn in and out of range; valid ones decode within max_new_tokens with finite
+    scores, invalid ones fail the request with a message naming one bad option."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from tests.export.fresh_process import text_strategy
+
+    path, model, _, _, _ = exported
+    vocabulary = (model.backbone.vocabulary_size if isinstance(model, models.UniLM)
+                  else model.token_logits.vocabulary_size)
+    specs = {
+        "temperature": (np.float32, st.floats(-1, 5, width=32) | st.sampled_from(
+            [0.0, float("nan"), float("inf"), 1e-30, 1e30]), lambda v: 0 < v < np.inf),
+        "top_k": (np.int32, st.integers(-3, 50) | st.sampled_from([2**31 - 1, -2**31]),
+                  lambda v: v >= 0),
+        "top_p": (np.float32, st.floats(-0.5, 1.5, width=32) | st.sampled_from(
+            [0.0, 1.0, float("nan"), 1e-30]), lambda v: 0 < v <= 1),
+        "seed": (np.int64, st.integers(-2**63, 2**63 - 1), lambda v: True),
+        "max_new_tokens": (np.int32, st.integers(-1, MAX_LENGTH + 2), lambda v: 1 <= v <= MAX_LENGTH),
+        "repetition_penalty": (np.float32, st.floats(-1, 4, width=32) | st.sampled_from(
+            [0.0, float("inf"), float("nan")]), lambda v: 0 < v < np.inf),
+    }
+    row = st.tuples(text_strategy(), *[strategy for _, strategy, _ in specs.values()])
+
+    with CppServer() as server:
+        server.load(path)
+
+        @settings(max_examples=20, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(rows=st.lists(row, max_size=4))
+        def served(rows):
+            inputs = {"text": [r[0] for r in rows]}
+            bad = set()
+            for i, (name, (dtype, _, valid)) in enumerate(specs.items()):
+                inputs[name] = np.array([r[i + 1] for r in rows], dtype).reshape(len(rows))
+                if not all(valid(v) for v in inputs[name].tolist()):
+                    bad.add(name)
+            if bad:
+                error = server.call(path, "sample", expect_error=True, **inputs)
+                assert any(f"`{name}` must be" in error for name in bad), (bad, error[-1500:])
+                return
+            outputs = server.call(path, "sample", **inputs)
+            assert outputs["token_ids"].shape == (len(rows), MAX_LENGTH)
+            assert np.isfinite(outputs["scores"]).all()
+            assert (outputs["lengths"] <= inputs["max_new_tokens"]).all()
+            assert ((outputs["token_ids"] >= 0) & (outputs["token_ids"] < vocabulary)).all()
+
+        served()

@@ -281,16 +281,25 @@ def processed_candidates(logits, sequences, step, options, no_repeat_ngram_size=
     return candidates(logits, top_k, top_p, top_k_cap if "top_k" in options else None)
 
 
-def gumbel_choice(logits, seeds, step, token_ids=None):
+def gumbel_choice(logits, seeds, step, token_ids=None, vocabulary_size=None):
     """`argmax(logits + Gumbel noise)`: one draw per row from `softmax(logits)`.
 
     With `token_ids` `(B, C)`, `logits` are those candidates' (`candidates`)
     and the noise is the one each token gets over the whole vocabulary
-    (`_philox.uniform_at`): the same draw, at the candidates' cost.
+    (`_philox.uniform_at`): the same draw, at the candidates' cost (when
+    they are a quarter of `vocabulary_size` or more, the whole vocabulary's
+    numbers are drawn and gathered: cheaper).
     """
     if token_ids is not None:
-        noise = -tf.math.log(-tf.math.log(_philox.uniform_at(seeds, step, token_ids)))
-        best = tf.argmax(logits + noise, axis=-1, output_type=tf.int32)
+        count = token_ids.shape[-1]
+        if count is not None and vocabulary_size and 4 * count > vocabulary_size:
+            # Most of the vocabulary: draw it whole (a Philox block gives 4 tokens).
+            numbers = tf.gather(_philox.uniform(seeds, step, vocabulary_size), token_ids,
+                                batch_dims=1)
+        else:
+            numbers = _philox.uniform_at(seeds, step, token_ids)
+        best = tf.argmax(logits - tf.math.log(-tf.math.log(numbers)), axis=-1,
+                         output_type=tf.int32)
         return tf.gather(token_ids, best, batch_dims=1)
     size = logits.shape[-1]
     if size is None:
@@ -357,7 +366,7 @@ def sampling_loop(step_fn, start_ids, max_length, end_id, seed, *, temperature=1
             cap = min(cap, logits.shape[-1])
         values, token_ids = processed_candidates(logits, sequences, step, options,
                                                  no_repeat_ngram_size, penalized_ids, cap)
-        return gumbel_choice(values, row_seeds, step, token_ids)
+        return gumbel_choice(values, row_seeds, step, token_ids, logits.shape[-1])
 
     loop = _loop.TokenLoop(step_fn, max_length, end_id, choose, context, pad_id, limits)
     return loop, start_ids
