@@ -644,12 +644,11 @@ class TransformerSeq2Seq(FromConfig, Task):
             use_cache: bool; False recomputes the whole prefix every step
                 (same result, slower: for tests and benchmarks).
             jit_compile: bool, or `"auto"` (the default): compile the
-                search with XLA when a GPU or TPU is visible. Measured
-                (benchmarks/README.md): on an H100 XLA makes a decoding
-                step 26-37x faster; on this project's CPU about 1.9x faster
-                in float32 but slower under bfloat16, and it compiles once
-                per batch size and source length, so `"auto"` leaves it
-                off on CPUs.
+                search with XLA when a GPU or TPU is visible. On a GPU XLA
+                makes a decoding step many times faster; on a CPU it gains
+                less, loses under bfloat16 and compiles once per batch size
+                and source length, so `"auto"` leaves it off on CPUs
+                (measured: benchmarks/README.md, generation and "On a GPU").
             temperature: sampling: a number > 0 (default 1 when sampling),
                 or one per sequence.
             top_k: sampling: keep the k most probable tokens (0: all).

@@ -514,8 +514,8 @@ class UniLM(CallsBackboneLayers, Task):
             use_cache: bool; False recomputes the packed sequence every step
                 (same result, slower: for tests and benchmarks).
             jit_compile: bool, or `"auto"` (the default): XLA when a GPU
-                or TPU is visible (37x faster per step on an H100), off on
-                CPUs (why: `TransformerSeq2Seq.generate`).
+                or TPU is visible, off on CPUs (why, and the figures:
+                `TransformerSeq2Seq.generate`, benchmarks/README.md).
             temperature, top_k, top_p, seed, repetition_penalty,
                 max_new_tokens, stream: sampling and streaming, as in
                 `TransformerSeq2Seq.generate`.
@@ -525,36 +525,15 @@ class UniLM(CallsBackboneLayers, Task):
             int32 `(B, max_length)`, `lengths` int32 `(B,)`, `scores`
             float32 `(B,)`. With `stream=True` a generator of each step.
         """
-        texts = source_texts(self, source_token_ids, "source_token_ids")
-        tokenizer = self.tokenizer
-        if tokenizer is not None:
-            end_id = tokenizer.sep_id if end_id is None else end_id
-            mask_id = tokenizer.mask_id if mask_id is None else mask_id
-            pad_id = tokenizer.pad_id if pad_id is None else pad_id
-        settings = {
-            "beam_size": beam_size, "length_penalty": length_penalty,
-            "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
-            "jit_compile": jit_compile,
-        }
-        _, settings["options"] = decoding_options(beam_size, temperature, top_k, top_p, seed,
-                                                  repetition_penalty, max_new_tokens)
-        check_stream(stream, beam_size)
-        if texts is not None:
-            if source_padding_mask is not None:
-                raise ValueError("`source_padding_mask` is for token ids, not texts.")
-            source, mask = tokenized_sources(
-                tokenizer, texts, self.source_length, start_ids=(tokenizer.cls_id,)
-            )
-            max_length = self.max_length if max_length is None else max_length
-            output = self._generate_ids(self._generate_functions, source, mask, end_id, mask_id,
-                                        pad_id, max_length, settings, stream)
-            if stream:
-                return streamed_texts(tokenizer, output)
-            return decoded_texts(tokenizer, output["token_ids"])
-        missing_token_ids(self, end_id=end_id, mask_id=mask_id)
-        return self._generate_ids(self._generate_functions, source_token_ids, source_padding_mask,
-                                  end_id, mask_id, pad_id, 64 if max_length is None else max_length,
-                                  settings, stream)
+        settings = {"beam_size": beam_size, "length_penalty": length_penalty,
+                    "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
+                    "jit_compile": jit_compile}
+        return self._decode(
+            self._generate_functions, "source_token_ids", source_token_ids, source_padding_mask,
+            lambda tokenizer, texts: tokenized_sources(tokenizer, texts, self.source_length,
+                                                       start_ids=(tokenizer.cls_id,)),
+            end_id, mask_id, pad_id, max_length, settings, stream,
+            (temperature, top_k, top_p, seed, repetition_penalty, max_new_tokens))
 
     def continue_prompt(
         self,
@@ -619,32 +598,41 @@ class UniLM(CallsBackboneLayers, Task):
         >>> result["token_ids"].shape
         TensorShape([1, 5])
         """
-        texts = source_texts(self, prompt_token_ids, "prompt_token_ids")
+        settings = {"beam_size": 1, "length_penalty": 0.0,
+                    "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
+                    "jit_compile": jit_compile}
+        return self._decode(
+            self._continue_functions, "prompt_token_ids", prompt_token_ids, prompt_padding_mask,
+            lambda tokenizer, texts: prompt_ids(tokenizer, texts, self.source_length),
+            end_id, mask_id, pad_id, max_length, settings, stream,
+            (temperature, top_k, top_p, seed, repetition_penalty, max_new_tokens))
+
+    def _decode(self, functions, name, token_ids, padding_mask, tokenized, end_id, mask_id,
+                pad_id, max_length, settings, stream, options):
+        """What `generate` and `continue_prompt` share: texts or ids in, the search, texts out."""
+        texts = source_texts(self, token_ids, name)
         tokenizer = self.tokenizer
         if tokenizer is not None:
             end_id = tokenizer.sep_id if end_id is None else end_id
             mask_id = tokenizer.mask_id if mask_id is None else mask_id
             pad_id = tokenizer.pad_id if pad_id is None else pad_id
-        settings = {"beam_size": 1, "length_penalty": 0.0,
-                    "no_repeat_ngram_size": no_repeat_ngram_size, "use_cache": use_cache,
-                    "jit_compile": jit_compile}
-        _, settings["options"] = decoding_options(1, temperature, top_k, top_p, seed,
-                                                  repetition_penalty, max_new_tokens)
-        check_stream(stream, 1)
-        if texts is not None:
-            if prompt_padding_mask is not None:
-                raise ValueError("`prompt_padding_mask` is for token ids, not texts.")
-            prompt, mask = prompt_ids(tokenizer, texts, self.source_length)
-            max_length = self.max_length if max_length is None else max_length
-            output = self._generate_ids(self._continue_functions, prompt, mask, end_id, mask_id,
-                                        pad_id, max_length, settings, stream, "prompt_token_ids")
-            if stream:
-                return streamed_texts(tokenizer, output)
-            return decoded_texts(tokenizer, output["token_ids"])
-        missing_token_ids(self, end_id=end_id, mask_id=mask_id)
-        return self._generate_ids(self._continue_functions, prompt_token_ids, prompt_padding_mask,
-                                  end_id, mask_id, pad_id, 64 if max_length is None else max_length,
-                                  settings, stream, "prompt_token_ids")
+        _, settings["options"] = decoding_options(settings["beam_size"], *options)
+        check_stream(stream, settings["beam_size"])
+        if texts is None:
+            missing_token_ids(self, end_id=end_id, mask_id=mask_id)
+            return self._generate_ids(functions, token_ids, padding_mask, end_id, mask_id,
+                                      pad_id, 64 if max_length is None else max_length,
+                                      settings, stream, name)
+        mask_name = name.replace("token_ids", "padding_mask")
+        if padding_mask is not None:
+            raise ValueError(f"`{mask_name}` is for token ids, not texts.")
+        ids, mask = tokenized(tokenizer, texts)
+        max_length = self.max_length if max_length is None else max_length
+        output = self._generate_ids(functions, ids, mask, end_id, mask_id, pad_id, max_length,
+                                    settings, stream, name)
+        if stream:
+            return streamed_texts(tokenizer, output)
+        return decoded_texts(tokenizer, output["token_ids"])
 
     def _generate_ids(self, functions, token_ids, padding_mask, end_id, mask_id, pad_id,
                       max_length, settings, stream, name="source_token_ids"):
