@@ -47,3 +47,33 @@ def mirrored_strategy():
     process can collide on collective keys: tests share this one.
     """
     return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Between test files: free what the finished file left behind.
+
+    A test process runs many files (pytest-xdist's loadfile); without this,
+    Keras' global state, unreachable cycles of traced functions and the shared
+    serving processes (tests/export/fresh_process.py) grew a worker past 10 GB
+    in a full run. With TFNLP_TEST_RSS_LOG=<file>, each file's memory is logged.
+    """
+    yield
+    if nextitem is not None and nextitem.module is item.module:
+        return
+    import gc
+    import time
+
+    from tests.export import fresh_process
+
+    log = os.environ.get("TFNLP_TEST_RSS_LOG")
+    before = fresh_process.rss_bytes() if log else 0
+    keras.backend.clear_session()
+    gc.collect()
+    fresh_process.recycle_servers(max_rss_bytes=1 << 30)
+    if log:
+        servers = sum(s.rss_bytes() for s in fresh_process._servers.values())
+        with open(log, "a") as out:
+            out.write(f"{time.time():.0f} {os.getpid()} {item.module.__name__} "
+                      f"{before / 2**20:.0f} {fresh_process.rss_bytes() / 2**20:.0f} {servers / 2**20:.0f}\n")
+

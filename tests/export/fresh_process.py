@@ -49,6 +49,18 @@ _SERVER = textwrap.dedent(
 )
 
 
+def rss_bytes(pid="self"):
+    """The resident memory of process `pid` (0 where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def as_bytes(text):
     """Carries raw bytes (valid UTF-8 or not) through JSON as latin-1 code points."""
     if isinstance(text, bytes):
@@ -71,6 +83,9 @@ class _Server:
 
     def alive(self):
         return self._process.poll() is None
+
+    def rss_bytes(self):
+        return rss_bytes(self._process.pid)
 
     def request(self, timeout, **request):
         """Sends one request; returns its reply (a dict), failing the test on an error."""
@@ -122,6 +137,20 @@ def _shared_server(backend):
 def _close_servers():
     for server in _servers.values():
         server.close()
+    _servers.clear()
+
+
+def recycle_servers(max_rss_bytes):
+    """Closes the servers holding more than `max_rss_bytes` of memory (restarted on demand).
+
+    A serving process keeps every function library it ever loaded, even after
+    `forget`; tests/conftest.py calls this between test files so that a long
+    test session does not run out of memory.
+    """
+    for backend, server in list(_servers.items()):
+        if not server.alive() or server.rss_bytes() > max_rss_bytes:
+            server.close()
+            del _servers[backend]
 
 
 class ServingProcess:

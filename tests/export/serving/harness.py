@@ -208,6 +208,11 @@ class CppServer:
     def alive(self):
         return self._process.poll() is None
 
+    def rss_bytes(self):
+        from tests.export.fresh_process import rss_bytes
+
+        return rss_bytes(self._process.pid)
+
     def command(self, code, payload, timeout=None, expect_error=False):
         """Sends command `code` (one byte); returns (microseconds, payload) of its reply.
 
