@@ -127,10 +127,17 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
         assert outputs["token_ids"].shape == (2, 12)
 
 
-def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_path):
+@pytest.fixture(scope="module")
+def xla_exported(exported, tmp_path_factory):
+    """The same model exported with its decoding loop marked for XLA (one warm-up size)."""
     _, model, source, target, settings = exported
-    path = export.export_seq2seq(model, source, target, str(tmp_path / "xla"), SOURCE_LENGTH,
-                                 jit_compile=True, **settings)
+    return export.export_seq2seq(model, source, target, str(tmp_path_factory.mktemp("xla") / "xla"),
+                                 SOURCE_LENGTH, jit_compile=True, warmup_batch_sizes=(3,), **settings)
+
+
+def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, xla_exported):
+    _, model, source, target, settings = exported
+    path = xla_exported
     graph = tf.saved_model.load(path).signatures["serving_default"].graph.as_graph_def()
     marked = [function.signature.name for function in graph.library.function
               if function.attr["_XlaMustCompile"].b]
@@ -141,12 +148,11 @@ def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, tmp_pat
     np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)
 
 
-def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, tmp_path):
+def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla_exported):
     """tensorflow_model_server disables XLA unless --xla_cpu_compilation_enabled: the warm-up
     then fails (so the version does not load); with the flag the outputs are the model's."""
     _, model, source, target, settings = exported
-    path = export.export_seq2seq(model, source, target, str(tmp_path / "xla"), SOURCE_LENGTH,
-                                 jit_compile=True, warmup_batch_sizes=(3,), **settings)
+    path = xla_exported
     with CppServer() as stock:
         stock.load(path)
         error = stock.warmup(path, expect_error=True)
