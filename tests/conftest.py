@@ -53,10 +53,14 @@ def mirrored_strategy():
 def pytest_runtest_teardown(item, nextitem):
     """Between test files: free what the finished file left behind.
 
-    A test process runs many files (pytest-xdist's loadfile); without this,
-    Keras' global state, unreachable cycles of traced functions and the shared
-    serving processes (tests/export/fresh_process.py) grew a worker past 10 GB
-    in a full run. With TFNLP_TEST_RSS_LOG=<file>, each file's memory is logged.
+    A test process runs many files (pytest-xdist's loadfile): this clears
+    Keras' global state, collects unreachable cycles of traced functions and
+    restarts a shared serving process (tests/export/fresh_process.py) that
+    holds over 1 GB. What TensorFlow's runtime keeps of each traced function
+    is out of reach here (a worker still grows about 0.7 GB a minute while it
+    builds and trains models): the Makefile runs the suite as three pytest
+    sessions so that workers start afresh. With TFNLP_TEST_RSS_LOG=<file>,
+    each file's memory (before and after this, and the servers') is logged.
     """
     yield
     if nextitem is not None and nextitem.module is item.module:
