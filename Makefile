@@ -36,8 +36,8 @@ TEST_WORKERS ?= 2
 
 # The suite runs as three pytest sessions, each with fresh worker processes:
 # a TensorFlow process never gives back all the memory of the functions it
-# traced (about 25 MB for each small model built and trained, measured; the
-# freeing between files in tests/conftest.py does not reach it), and one pair
+# traced (about 25 MB for each small model built and trained, measured, even
+# after keras.backend.clear_session() and gc.collect()), and one pair
 # of workers for the whole suite grew past 10 GB each. Groups of about equal
 # time; the last one is every test the first two do not hold.
 TEST_GROUP_1 := tests/models tests/layers tests/generation tests/metrics tests/datasets

@@ -49,18 +49,6 @@ _SERVER = textwrap.dedent(
 )
 
 
-def rss_bytes(pid="self"):
-    """The resident memory of process `pid` (0 where /proc cannot tell)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def as_bytes(text):
     """Carries raw bytes (valid UTF-8 or not) through JSON as latin-1 code points."""
     if isinstance(text, bytes):
@@ -85,6 +73,8 @@ class _Server:
         return self._process.poll() is None
 
     def rss_bytes(self):
+        from tests.export.serving.harness import rss_bytes
+
         return rss_bytes(self._process.pid)
 
     def request(self, timeout, **request):
@@ -137,7 +127,6 @@ def _shared_server(backend):
 def _close_servers():
     for server in _servers.values():
         server.close()
-    _servers.clear()
 
 
 def recycle_servers(max_rss_bytes):
@@ -145,12 +134,18 @@ def recycle_servers(max_rss_bytes):
 
     A serving process keeps every function library it ever loaded, even after
     `forget`; tests/conftest.py calls this between test files so that a long
-    test session does not run out of memory.
+    test session does not run out of memory. Returns the bytes the servers
+    left running hold.
     """
+    kept = 0
     for backend, server in list(_servers.items()):
-        if not server.alive() or server.rss_bytes() > max_rss_bytes:
+        rss = server.rss_bytes() if server.alive() else 0
+        if rss == 0 or rss > max_rss_bytes:
             server.close()
             del _servers[backend]
+        else:
+            kept += rss
+    return kept
 
 
 class ServingProcess:

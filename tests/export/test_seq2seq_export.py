@@ -137,12 +137,11 @@ def xla_exported(exported, tmp_path_factory):
 
 def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, xla_exported):
     _, model, source, target, settings = exported
-    path = xla_exported
-    graph = tf.saved_model.load(path).signatures["serving_default"].graph.as_graph_def()
+    graph = tf.saved_model.load(xla_exported).signatures["serving_default"].graph.as_graph_def()
     marked = [function.signature.name for function in graph.library.function
               if function.attr["_XlaMustCompile"].b]
     assert marked, "the decoding loop must be marked for XLA"
-    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}])
+    (result,) = serve(xla_exported, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}])
     expected = expected_outputs(model, source, target, TEXTS[:3], settings)
     np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
     np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)
@@ -152,7 +151,7 @@ def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla
     """tensorflow_model_server disables XLA unless --xla_cpu_compilation_enabled: the warm-up
     then fails (so the version does not load); with the flag the outputs are the model's."""
     _, model, source, target, settings = exported
-    path = xla_exported
+    path = xla_exported  # loaded by two servers below
     with CppServer() as stock:
         stock.load(path)
         error = stock.warmup(path, expect_error=True)

@@ -635,7 +635,7 @@ class UniLM(CallsBackboneLayers, Task):
         return decoded_texts(tokenizer, output["token_ids"])
 
     def _generate_ids(self, functions, token_ids, padding_mask, end_id, mask_id, pad_id,
-                      max_length, settings, stream, name="source_token_ids"):
+                      max_length, settings, stream, name):
         pad_id = 0 if pad_id is None else pad_id
         token_ids, padding_mask = check_source(token_ids, padding_mask, name)
         token_ids = self._checked_ids(name, token_ids, end_id=end_id, mask_id=mask_id,

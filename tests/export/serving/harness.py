@@ -109,6 +109,18 @@ def op_library_dirs():
     return [os.path.join(os.path.dirname(tensorflow_text.__file__), "python", "ops")]
 
 
+def rss_bytes(pid="self"):
+    """The resident memory of process `pid` (0 where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def tensor_proto(values):
     """A `TensorProto` of strings: a list of `str`/`bytes` is a batch `(B,)`; an array keeps its shape."""
     import tensorflow as tf
@@ -209,8 +221,6 @@ class CppServer:
         return self._process.poll() is None
 
     def rss_bytes(self):
-        from tests.export.fresh_process import rss_bytes
-
         return rss_bytes(self._process.pid)
 
     def command(self, code, payload, timeout=None, expect_error=False):
