@@ -196,7 +196,36 @@ def serve(path, calls, backend="python"):
     Returns one `{output: nested lists}` per call (strings decoded from UTF-8).
     """
     with ServingProcess(path, timeout=300, backend=backend) as process:
-        return [{k: v.tolist() for k, v in process(c["signature"], **c["inputs"]).items()} for c in calls]
+        return requests(process, calls)
+
+
+def requests(process, calls):
+    """`serve`'s calls on a `ServingProcess` that is already loaded (one a module shares)."""
+    return [{k: v.tolist() for k, v in process(c["signature"], **c["inputs"]).items()} for c in calls]
+
+
+class ServingProcesses:
+    """`ServingProcess`es opened on demand and kept loaded until `close`: a module fixture.
+
+    `processes(path, backend)` loads the SavedModel at `path` in `backend`'s
+    server the first time it is asked for and returns the same process after;
+    loading (and the first run of each signature) is what a test that only
+    sends requests need not pay again.
+    """
+
+    def __init__(self, timeout=300):
+        self.timeout, self._open = timeout, {}
+
+    def __call__(self, path, backend="python"):
+        key = (str(path), backend)
+        if key not in self._open or not self._open[key]._server.alive():
+            self._open[key] = ServingProcess(path, timeout=self.timeout, backend=backend)
+        return self._open[key]
+
+    def close(self):
+        for process in self._open.values():
+            process.close()
+        self._open.clear()
 
 
 def _input(values):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
+from tests.export.fresh_process import BACKENDS, ServingProcesses, check_any_batch_is_served, requests
 from tfnlp import data, export, models
 
 
@@ -21,16 +21,35 @@ def bert(corpus_vocabulary):
     return backbone, models.BertPretrainer(backbone), preprocessor
 
 
+@pytest.fixture(scope="module")
+def exported(bert, tmp_path_factory):
+    """The backbone's export and the fill-mask export (top 3, 2 masks), written once for the module."""
+    backbone, pretrainer, preprocessor = bert
+    root = tmp_path_factory.mktemp("bert_exports")
+    return {
+        "backbone": export.export_backbone(backbone, preprocessor, str(root / "bert")),
+        "fill_mask": export.export_fill_mask(pretrainer, preprocessor, str(root / "fill"), top_k=3,
+                                             max_masks=2),
+    }
+
+
+@pytest.fixture(scope="module")
+def processes():
+    """Each export loaded once per backend for the module (loading is not what these tests check)."""
+    opened = ServingProcesses()
+    yield opened
+    opened.close()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_backbone_features_match_in_memory(bert, tmp_path, backend):
+def test_backbone_features_match_in_memory(bert, exported, processes, backend):
     backbone, _, preprocessor = bert
-    path = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert"))
     texts = ["The cat sat on the mat.", "", b"\xff not utf-8", "long " * 50_000]
-    served = serve(path, [
+    served = requests(processes(exported["backbone"], backend), [
         {"signature": "serving_default", "inputs": {"text": texts}},
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
         {"signature": "encode_pairs", "inputs": {"text_a": texts[:2], "text_b": ["b side", ""]}},
-    ], backend=backend)
+    ])
     batches = [
         preprocessor(tf.constant([t if isinstance(t, bytes) else t.encode() for t in texts])),
         preprocessor(tf.constant([texts[0]])),
@@ -44,11 +63,11 @@ def test_backbone_features_match_in_memory(bert, tmp_path, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path, backend):
+def test_fill_mask_returns_top_k_for_every_mask(bert, exported, processes, backend):
     _, pretrainer, preprocessor = bert
-    path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
+    process = processes(exported["fill_mask"], backend)
     texts = ["The [MASK] sat on the [MASK].", "no mask here", "[MASK]", "a [MASK] b [MASK] c [MASK]"]
-    result = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}], backend=backend)[0]
+    result = requests(process, [{"signature": "serving_default", "inputs": {"text": texts}}])[0]
     assert result["mask_count"] == [2, 0, 1, 2]  # at most max_masks answered
     tokenizer = preprocessor.tokenizer
     # The first text: where are its masks, and what does the in-memory model say?
@@ -66,10 +85,10 @@ def test_fill_mask_returns_top_k_for_every_mask(bert, tmp_path, backend):
     np.testing.assert_array_equal(result["probabilities"][1], 0.0)  # no mask: padded rows
 
     # A batch of one, and bad input: valid, finite answers.
-    again, bad = serve(path, [
+    again, bad = requests(process, [
         {"signature": "serving_default", "inputs": {"text": texts[:1]}},
         {"signature": "serving_default", "inputs": {"text": ["", b"\xff\xfe [MASK]", "[MASK] " * 40_000]}},
-    ], backend=backend)
+    ])
     np.testing.assert_allclose(again["probabilities"][0], result["probabilities"][0], atol=1e-5)
     assert bad["mask_count"] == [0, 1, 2]  # the long one: cut to the packed length, max_masks
     assert np.isfinite(np.array(bad["probabilities"])).all()
@@ -95,13 +114,11 @@ def test_fill_mask_drops_a_mask_split_by_the_input_cut(bert, corpus_vocabulary):
 
 
 @pytest.mark.parametrize("kind", ["backbone", "fill_mask"])
-def test_saved_model_cli_lists_the_signatures(bert, tmp_path, kind):
-    backbone, pretrainer, preprocessor = bert
+def test_saved_model_cli_lists_the_signatures(exported, kind):
+    path = exported[kind]
     if kind == "backbone":
-        path = export.export_backbone(backbone, preprocessor, str(tmp_path / kind))
         names = ("serving_default", "encode_pairs", "pooled_output", "sequence_output", "padding_mask")
     else:
-        path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / kind))
         names = ("serving_default", "tokens", "probabilities", "mask_positions", "mask_count")
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     shown = subprocess.run([cli, "show", "--dir", path, "--all"], capture_output=True, text=True,
@@ -131,12 +148,9 @@ def _filled(outputs, batch):
 @pytest.mark.parametrize("signature, names", [
     ("serving_default", ["text"]), ("encode_pairs", ["text_a", "text_b"]), ("fill_mask", ["text"]),
 ])
-def test_any_batch_of_any_text_is_served(bert, tmp_path, signature, names, backend):
-    backbone, pretrainer, preprocessor = bert
+def test_any_batch_of_any_text_is_served(exported, processes, signature, names, backend):
     if signature == "fill_mask":
-        path = export.export_fill_mask(pretrainer, preprocessor, str(tmp_path / "fill"), top_k=3, max_masks=2)
-        signature, check = "serving_default", _filled
+        process, signature, check = processes(exported["fill_mask"], backend), "serving_default", _filled
     else:
-        path, check = export.export_backbone(backbone, preprocessor, str(tmp_path / "bert")), _encoded
-    with ServingProcess(path, backend=backend) as process:
-        check_any_batch_is_served(process, signature, names, check)
+        process, check = processes(exported["backbone"], backend), _encoded
+    check_any_batch_is_served(process, signature, names, check)
