@@ -175,6 +175,12 @@ class ServingProcess:
                                      inputs={k: _input(v) for k, v in inputs.items()})
         return {name: _array(output) for name, output in reply["outputs"].items()}
 
+    def refused(self, signature, **inputs):
+        """The error message of a request that must fail (the C++ server only)."""
+        if self.backend != "cpp":
+            raise ValueError("`refused` needs backend='cpp'")
+        return self._server.call(self.path, signature, expect_error=True, timeout=self.timeout, **inputs)
+
     def __enter__(self):
         return self
 

@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, serve
+from tests.export.fresh_process import (BACKENDS, ServingProcess, ServingProcesses, check_any_batch_is_served,
+                                        requests, serve)
 from tests.export.serving.harness import CppServer
 from tfnlp import data, export, models
 from tfnlp.models.unilm import prompt_ids
@@ -42,6 +43,30 @@ def exported(request, tmp_path_factory, corpus_vocabulary):
     return path, model, source, target, settings
 
 
+@pytest.fixture(scope="module")
+def processes():
+    """Each export loaded once per backend for the module: loading, and the first run of
+    each decoding signature, cost seconds that these tests do not check."""
+    opened = ServingProcesses()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def expected():
+    """`expected_outputs` with the export's own settings, computed once per model and batch."""
+    done = {}
+
+    def outputs(exported, texts):
+        _, model, source, target, settings = exported
+        key = (id(model), tuple(texts))
+        if key not in done:
+            done[key] = expected_outputs(model, source, target, texts, settings)
+        return done[key]
+
+    return outputs
+
+
 def expected_outputs(model, source, target, texts, settings):
     if isinstance(model, models.UniLM):
         packed = data.BertPreprocessor(source, SOURCE_LENGTH)(tf.constant(texts))
@@ -54,25 +79,25 @@ def expected_outputs(model, source, target, texts, settings):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, backend):
-    path, model, source, target, settings = exported
+def test_fresh_process_matches_in_memory_at_two_batch_sizes(exported, processes, expected, backend):
+    path, _, _, target, _ = exported
     batches = [TEXTS[:1], TEXTS]
-    served = serve(path, [{"signature": "serving_default", "inputs": {"text": b}} for b in batches],
-                   backend=backend)
+    served = requests(processes(path, backend),
+                      [{"signature": "serving_default", "inputs": {"text": b}} for b in batches])
     for batch, result in zip(batches, served, strict=True):
-        expected = expected_outputs(model, source, target, batch, settings)
-        np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
-        np.testing.assert_array_equal(result["lengths"], expected["lengths"])
-        np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-5)
+        expected_batch = expected(exported, batch)
+        np.testing.assert_array_equal(result["token_ids"], expected_batch["token_ids"])
+        np.testing.assert_array_equal(result["lengths"], expected_batch["lengths"])
+        np.testing.assert_allclose(result["scores"], expected_batch["scores"], atol=1e-5)
         texts = [t.encode() if isinstance(t, str) else t
-                 for t in target.detokenize(expected["token_ids"]).numpy()]
+                 for t in target.detokenize(expected_batch["token_ids"]).numpy()]
         assert result["output_text"] == [t.decode("utf-8", "replace") for t in texts]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_every_input_terminates_with_finite_scores(exported, backend):
-    path = exported[0]
-    (result,) = serve(path, [{"signature": "serving_default", "inputs": {"text": TEXTS}}], backend=backend)
+def test_every_input_terminates_with_finite_scores(exported, processes, backend):
+    process = processes(exported[0], backend)
+    (result,) = requests(process, [{"signature": "serving_default", "inputs": {"text": TEXTS}}])
     lengths = np.array(result["lengths"])
     assert np.all((lengths >= 1) & (lengths <= MAX_LENGTH))
     assert len(set(lengths.tolist())) > 1, "the end token must be able to stop decoding"
@@ -89,14 +114,12 @@ def _terminated(outputs, batch):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_any_batch_of_any_text_terminates_within_max_length(exported, backend):
-    with ServingProcess(exported[0], backend=backend) as process:
-        check_any_batch_is_served(process, "serving_default", ["text"], _terminated)
+def test_any_batch_of_any_text_terminates_within_max_length(exported, processes, backend):
+    check_any_batch_is_served(processes(exported[0], backend), "serving_default", ["text"], _terminated)
 
 
-def test_empty_batch(exported):
-    served = tf.saved_model.load(exported[0]).signatures["serving_default"]
-    outputs = served(text=tf.constant([], tf.string))
+def test_empty_batch(exported, processes):
+    outputs = processes(exported[0], "python")("serving_default", text=[])
     assert outputs["token_ids"].shape == (0, MAX_LENGTH) and outputs["output_text"].shape == (0,)
 
 
@@ -135,22 +158,23 @@ def xla_exported(exported, tmp_path_factory):
                                  SOURCE_LENGTH, jit_compile=True, warmup_batch_sizes=(3,), **settings)
 
 
-def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, xla_exported):
-    _, model, source, target, settings = exported
-    graph = tf.saved_model.load(xla_exported).signatures["serving_default"].graph.as_graph_def()
-    marked = [function.signature.name for function in graph.library.function
+def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, xla_exported, expected):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    with open(f"{xla_exported}/saved_model.pb", "rb") as file:  # read, not loaded here
+        saved = saved_model_pb2.SavedModel.FromString(file.read())
+    marked = [function.signature.name for function in saved.meta_graphs[0].graph_def.library.function
               if function.attr["_XlaMustCompile"].b]
     assert marked, "the decoding loop must be marked for XLA"
     (result,) = serve(xla_exported, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}])
-    expected = expected_outputs(model, source, target, TEXTS[:3], settings)
-    np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
-    np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)
+    np.testing.assert_array_equal(result["token_ids"], expected(exported, TEXTS[:3])["token_ids"])
+    np.testing.assert_allclose(result["scores"], expected(exported, TEXTS[:3])["scores"], atol=1e-4)
 
 
-def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla_exported):
+def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla_exported, expected):
     """tensorflow_model_server disables XLA unless --xla_cpu_compilation_enabled: the warm-up
     then fails (so the version does not load); with the flag the outputs are the model's."""
-    _, model, source, target, settings = exported
+    model = exported[1]
     path = xla_exported  # loaded by two servers below
     with CppServer() as stock:
         stock.load(path)
@@ -162,9 +186,8 @@ def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla
                                                  else [])
         assert [name for name, _ in server.warmup(path)] == names
         result = server.call(path, "serving_default", text=TEXTS[:3])
-    expected = expected_outputs(model, source, target, TEXTS[:3], settings)
-    np.testing.assert_array_equal(result["token_ids"], expected["token_ids"])
-    np.testing.assert_allclose(result["scores"], expected["scores"], atol=1e-4)
+    np.testing.assert_array_equal(result["token_ids"], expected(exported, TEXTS[:3])["token_ids"])
+    np.testing.assert_allclose(result["scores"], expected(exported, TEXTS[:3])["scores"], atol=1e-4)
 
 
 @pytest.mark.parametrize("family", ["transformer", "unilm"])
@@ -198,7 +221,7 @@ def sampling_options(count):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sampled_and_continued_texts_served_equal_the_models_for_each_seed(exported, backend):
+def test_sampled_and_continued_texts_served_equal_the_models_for_each_seed(exported, processes, backend):
     path, model, source, target, settings = exported
     options = sampling_options(len(TEXTS))
     in_memory = {"max_length": MAX_LENGTH, "no_repeat_ngram_size": settings["no_repeat_ngram_size"],
@@ -209,7 +232,8 @@ def test_sampled_and_continued_texts_served_equal_the_models_for_each_seed(expor
     # One text alone gets what it gets in the batch: its own seed and options.
     calls.append({"signature": "sample", "inputs": {
         "text": TEXTS[5:6], **{name: value[5:6] for name, value in options.items()}}})
-    served = serve(path, calls, backend=backend)
+    process = processes(path, backend)
+    served = requests(process, calls)
     texts = tf.constant([t if isinstance(t, bytes) else t.encode() for t in TEXTS])
     expected = {"sample": expected_outputs(model, source, target, TEXTS, in_memory)}
     if unilm:
@@ -221,13 +245,13 @@ def test_sampled_and_continued_texts_served_equal_the_models_for_each_seed(expor
         np.testing.assert_allclose(result["scores"], expected[name]["scores"], atol=1e-4)
         assert (np.array(result["lengths"]) <= options["max_new_tokens"]).all()
     np.testing.assert_array_equal(served[-1]["token_ids"][0], served[0]["token_ids"][5])
-    reseeded = serve(path, [{"signature": "sample", "inputs": {
-        "text": TEXTS, **options, "seed": options["seed"] + 1}}], backend=backend)
+    reseeded = requests(process, [{"signature": "sample", "inputs": {
+        "text": TEXTS, **options, "seed": options["seed"] + 1}}])
     assert reseeded[0]["token_ids"] != served[0]["token_ids"]
 
 
-def test_bad_decoding_options_fail_the_request_with_a_message_that_names_them(exported):
-    path = exported[0]
+def test_bad_decoding_options_fail_the_request_with_a_message_that_names_them(exported, processes):
+    server = processes(exported[0], "cpp")  # TF Serving's C++ loader
     cases = [
         ("temperature", 0.0, "`temperature` must be a finite number > 0"),
         ("top_p", 1.5, "`top_p` must be a number in (0, 1]"),
@@ -236,19 +260,17 @@ def test_bad_decoding_options_fail_the_request_with_a_message_that_names_them(ex
         ("repetition_penalty", float("nan"), "`repetition_penalty` must be a finite number > 0"),
         ("seed", None, "`seed` must hold one value per sequence"),
     ]
-    with CppServer() as server:
-        server.load(path)
-        for name, value, message in cases:
-            options = sampling_options(2)
-            if value is None:
-                options[name] = options[name][:1]
-            else:
-                options[name] = np.full(2, value, options[name].dtype)
-            error = server.call(path, "sample", expect_error=True, text=TEXTS[:2], **options)
-            assert message in error, (name, error[-2000:])
+    for name, value, message in cases:
+        options = sampling_options(2)
+        if value is None:
+            options[name] = options[name][:1]
+        else:
+            options[name] = np.full(2, value, options[name].dtype)
+        error = server.refused("sample", text=TEXTS[:2], **options)
+        assert message in error, (name, error[-2000:])
 
 
-def test_any_batch_of_any_text_and_any_options_is_served_or_refused_by_name(exported):
+def test_any_batch_of_any_text_and_any_options_is_served_or_refused_by_name(exported, processes):
     """Fuzz `sample` in TF Serving's C++ loader: 0-4 texts of any kind with options
     drawn in and out of range; valid ones decode within max_new_tokens with finite
     scores, invalid ones fail the request with a message naming one bad option."""
@@ -274,27 +296,26 @@ def test_any_batch_of_any_text_and_any_options_is_served_or_refused_by_name(expo
     }
     row = st.tuples(text_strategy(), *[strategy for _, strategy, _ in specs.values()])
 
-    with CppServer() as server:
-        server.load(path)
+    server = processes(path, "cpp")  # TF Serving's C++ loader
 
-        @settings(max_examples=20, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
-        @given(rows=st.lists(row, max_size=4))
-        def served(rows):
-            inputs = {"text": [r[0] for r in rows]}
-            bad = set()
-            for i, (name, (dtype, _, valid)) in enumerate(specs.items()):
-                inputs[name] = np.array([r[i + 1] for r in rows], dtype).reshape(len(rows))
-                if not all(valid(v) for v in inputs[name].tolist()):
-                    bad.add(name)
-            if bad:
-                error = server.call(path, "sample", expect_error=True, **inputs)
-                assert any(f"`{name}` must be" in error for name in bad), (bad, error[-1500:])
-                return
-            outputs = server.call(path, "sample", **inputs)
-            assert outputs["token_ids"].shape == (len(rows), MAX_LENGTH)
-            assert np.isfinite(outputs["scores"]).all()
-            assert (outputs["lengths"] <= inputs["max_new_tokens"]).all()
-            assert ((outputs["token_ids"] >= 0) & (outputs["token_ids"] < vocabulary)).all()
+    @settings(max_examples=20, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(rows=st.lists(row, max_size=4))
+    def served(rows):
+        inputs = {"text": [r[0] for r in rows]}
+        bad = set()
+        for i, (name, (dtype, _, valid)) in enumerate(specs.items()):
+            inputs[name] = np.array([r[i + 1] for r in rows], dtype).reshape(len(rows))
+            if not all(valid(v) for v in inputs[name].tolist()):
+                bad.add(name)
+        if bad:
+            error = server.refused("sample", **inputs)
+            assert any(f"`{name}` must be" in error for name in bad), (bad, error[-1500:])
+            return
+        outputs = server("sample", **inputs)
+        assert outputs["token_ids"].shape == (len(rows), MAX_LENGTH)
+        assert np.isfinite(outputs["scores"]).all()
+        assert (outputs["lengths"] <= inputs["max_new_tokens"]).all()
+        assert ((outputs["token_ids"] >= 0) & (outputs["token_ids"] < vocabulary)).all()
 
-        served()
+    served()
