@@ -86,6 +86,21 @@ def mixed_exports(corpus_vocabulary, tmp_path_factory):
     return export_every_family(corpus_vocabulary, tmp_path_factory.mktemp("bf16"), "mixed_bfloat16")
 
 
+@pytest.fixture(scope="module")
+def loaded(server, float32_exports):
+    """Every float32 export loaded once for the module: in the C++ server, which then replays
+    the export's warm-up file as TF Serving does on loading (the names replayed are kept for
+    the warm-up test), and in this process with `tf.saved_model.load`."""
+    replayed, in_process = {}, {}
+    for family, path in float32_exports.items():
+        server.load(path)
+        replayed[family] = [name for name, _ in server.warmup(path)]
+        in_process[family] = tf.saved_model.load(path)
+    yield {"replayed": replayed, "models": in_process}
+    for path in float32_exports.values():
+        server.forget(path)
+
+
 def _inputs(names):
     """Texts for the text inputs, and varied decoding options, one per text."""
     count = len(TEXTS)
@@ -103,15 +118,19 @@ def _inputs(names):
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
-def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(server, float32_exports,
-                                                                 mixed_exports, precision):
+def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(request, server, float32_exports,
+                                                                 precision):
     """C++ loader == `tf.saved_model.load` on every signature (the family tests tie the latter to the models)."""
-    exports = float32_exports if precision == "float32" else mixed_exports
+    float32 = precision == "float32"
+    exports = float32_exports if float32 else request.getfixturevalue("mixed_exports")
     count = 0
     for family, signatures in SIGNATURES.items():
         path = exports[family]
-        server.load(path)
-        loaded = tf.saved_model.load(path)
+        if float32:  # loaded once for the module
+            loaded = request.getfixturevalue("loaded")["models"][family]
+        else:
+            server.load(path)
+            loaded = tf.saved_model.load(path)
         for signature, names in signatures.items():
             inputs = _inputs(names)
             served = server.call(path, signature, **inputs)
@@ -131,17 +150,15 @@ def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(server, fl
                         assert np.isfinite(served[name]).all(), (family, signature, name)
                     np.testing.assert_allclose(served[name], value, atol=1e-5, err_msg=f"{family} {name}")
             count += 1
-        server.forget(path)
+        if not float32:
+            server.forget(path)
     assert count == 13
 
 
-def test_every_export_replays_its_warm_up_requests(server, float32_exports):
+def test_every_export_replays_its_warm_up_requests(loaded):
     for family, signatures in SIGNATURES.items():
-        path = float32_exports[family]
-        server.load(path)
-        replayed = [name for name, _ in server.warmup(path)]
+        replayed = loaded["replayed"][family]  # right after the export was loaded
         assert replayed == [s for s in signatures for _ in WARMUP_BATCH_SIZES], family
-        server.forget(path)
 
 
 def test_the_warm_up_file_holds_tf_serving_predict_logs(float32_exports):
@@ -160,10 +177,9 @@ def test_the_warm_up_file_holds_tf_serving_predict_logs(float32_exports):
 
 
 @pytest.mark.parametrize("family", list(SIGNATURES))
-def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_exports, family):
+def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_exports, loaded, family):
     """A scalar, or the (B, 1) a REST client sends for [["a"], ["b"]], instead of (B,)."""
-    path = float32_exports[family]
-    server.load(path)
+    path = float32_exports[family]  # loaded in `server` for the module
     for signature, names in SIGNATURES[family].items():
         for name in [n for n in names if n not in SAMPLING]:
             for shape in ((), (2, 1)):
@@ -174,7 +190,6 @@ def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_
                 assert "INVALID_ARGUMENT" in error
                 assert f"`{name}` must be a batch of texts: a string tensor of shape [batch_size]" in error
                 assert f"got shape [{', '.join(map(str, shape))}]" in error
-    server.forget(path)
 
 
 SAVED_MODEL_CLI = (
@@ -184,7 +199,7 @@ SAVED_MODEL_CLI = (
 
 
 @pytest.mark.parametrize("family", ["backbone", "bert_classifier", "elmo", "translator"])
-def test_saved_model_cli_run(float32_exports, family, tmp_path):
+def test_saved_model_cli_run(float32_exports, loaded, family, tmp_path):
     """`saved_model_cli run` (graph-mode loader) on one signature per family, with tensorflow-text's ops."""
     path = float32_exports[family]
     texts = ["great coffee", "中文 \U0001F600", ""]
@@ -195,7 +210,7 @@ def test_saved_model_cli_run(float32_exports, family, tmp_path):
         capture_output=True, text=True, timeout=300, check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    expected = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(texts))
+    expected = loaded["models"][family].signatures["serving_default"](text=tf.constant(texts))
     for name, value in expected.items():
         written = np.load(tmp_path / f"{name}.npy", allow_pickle=True)
         if value.dtype == tf.string:
@@ -236,16 +251,14 @@ def test_a_machine_without_a_compiler_fails_with_a_clear_message(monkeypatch):
         harness.build_command("out")
 
 
-def test_output_filter_and_the_pair_count_check_as_tf_serving_answers_them(server, float32_exports):
-    path = float32_exports["bert_classifier"]
-    server.load(path)
+def test_output_filter_and_the_pair_count_check_as_tf_serving_answers_them(server, float32_exports, loaded):
+    path = float32_exports["bert_classifier"]  # loaded in `server` for the module
     outputs = server.call(path, "serving_default", output_filter=["label"], text=["good", ""])
     assert list(outputs) == ["label"] and outputs["label"].shape == (2,)
     error = server.call(path, "serving_default", expect_error=True, output_filter=["logits"], text=["a"])
     assert "output tensor alias not found in signature: logits" in error
     error = server.call(path, "classify_pairs", expect_error=True, text_a=["a", "b"], text_b=["c"])
     assert "`text_a` and `text_b` must hold the same number of texts" in error
-    server.forget(path)
 
 
 def test_warmup_batch_sizes_choose_the_warm_up_requests(server, corpus_vocabulary, tmp_path):
