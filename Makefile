@@ -28,10 +28,12 @@ demo: $(STAMP)
 
 # Test processes (pytest-xdist; each test file stays in one process, so module
 # fixtures are built once). TEST_WORKERS=0 runs everything in this process.
-# xdist's default order (files with the most tests first) is kept on purpose:
-# running the longest files first (--no-loadscope-reorder) was slower, because
-# the tests that start training subprocesses then overlap and oversubscribe
-# the two cores.
+# Files go to the workers in the order tests/conftest.py gives them
+# (--no-loadscope-reorder): xdist's own (the files with the most tests first),
+# except a few long in-process files moved to the front so that no session
+# ends with one worker running one of them alone. Running every long file
+# first was slower: the tests that start training subprocesses then overlap
+# and oversubscribe the two cores.
 TEST_WORKERS ?= 2
 
 # The suite runs as three pytest sessions, each with fresh worker processes:
@@ -42,7 +44,7 @@ TEST_WORKERS ?= 2
 # time; the last one is every test the first two do not hold.
 TEST_GROUP_1 := tests/models tests/layers tests/generation tests/metrics tests/datasets
 TEST_GROUP_2 := tests/export tests/data
-PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10
 
 # The tests build a C++ program against the tensorflow wheel (TF Serving's
 # SavedModel loader, tests/export/serving/): they need a C++ compiler.
