@@ -58,8 +58,8 @@ def expected():
     done = {}
 
     def outputs(exported, texts):
-        _, model, source, target, settings = exported
-        key = (id(model), tuple(texts))
+        path, model, source, target, settings = exported
+        key = (path, tuple(texts))  # each parameter's export has its own directory
         if key not in done:
             done[key] = expected_outputs(model, source, target, texts, settings)
         return done[key]

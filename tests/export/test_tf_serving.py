@@ -97,8 +97,9 @@ def loaded(server, float32_exports):
         replayed[family] = [name for name, _ in server.warmup(path)]
         in_process[family] = tf.saved_model.load(path)
     yield {"replayed": replayed, "models": in_process}
-    for path in float32_exports.values():
-        server.forget(path)
+    if server.alive():
+        for path in float32_exports.values():
+            server.forget(path)
 
 
 def _inputs(names):
