@@ -30,7 +30,7 @@ demo: $(STAMP)
 # fixtures are built once). TEST_WORKERS=0 runs everything in this process.
 # Files go to the workers in the order tests/conftest.py gives them
 # (--no-loadscope-reorder): xdist's own (the files with the most tests first),
-# except a few long in-process files moved to the front so that no session
+# except the two longest example files, moved to the front so that no session
 # ends with one worker running one of them alone. Running every long file
 # first was slower: the tests that start training subprocesses then overlap
 # and oversubscribe the two cores.
