@@ -31,9 +31,8 @@ def pytest_collection_modifyitems(config, items):
     """Orders the files as pytest-xdist hands them out (the Makefile passes
     --no-loadscope-reorder): `LONG_FILES_FIRST`, then xdist's own order, the
     files with the most tests first. Tests keep their order within a file."""
-    counts = collections.Counter(item.nodeid.split("::")[0] for item in items)
-    items.sort(key=lambda item: (item.nodeid.split("::")[0] not in LONG_FILES_FIRST,
-                                 -counts[item.nodeid.split("::")[0]]))
+    counts = collections.Counter(item.location[0] for item in items)
+    items.sort(key=lambda item: (item.location[0] not in LONG_FILES_FIRST, -counts[item.location[0]]))
 
 
 @pytest.fixture(autouse=True)

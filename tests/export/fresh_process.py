@@ -139,8 +139,8 @@ def recycle_servers(max_rss_bytes):
     """
     kept = 0
     for backend, server in list(_servers.items()):
-        rss = server.rss_bytes() if server.alive() else 0
-        if rss == 0 or rss > max_rss_bytes:
+        rss = server.rss_bytes() if server.alive() else None
+        if rss is None or rss > max_rss_bytes:
             server.close()
             del _servers[backend]
         else:
@@ -175,6 +175,10 @@ class ServingProcess:
                                      inputs={k: _input(v) for k, v in inputs.items()})
         return {name: _array(output) for name, output in reply["outputs"].items()}
 
+    def alive(self):
+        """Whether the serving process that holds the model is still running."""
+        return self._server.alive()
+
     def refused(self, signature, **inputs):
         """The error message of a request that must fail (the C++ server only)."""
         if self.backend != "cpp":
@@ -188,7 +192,7 @@ class ServingProcess:
         self.close()
 
     def close(self):
-        if not self._server.alive():
+        if not self.alive():
             return
         if self.backend == "python":
             self._server.request(60, op="forget", path=self.path)
@@ -224,7 +228,7 @@ class ServingProcesses:
 
     def __call__(self, path, backend="python"):
         key = (str(path), backend)
-        if key not in self._open or not self._open[key]._server.alive():
+        if key not in self._open or not self._open[key].alive():
             self._open[key] = ServingProcess(path, timeout=self.timeout, backend=backend)
         return self._open[key]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.fresh_process import BACKENDS, ServingProcesses, check_any_batch_is_served, requests
+from tests.export.fresh_process import BACKENDS, check_any_batch_is_served, requests
 from tfnlp import data, export, models
 
 
@@ -31,14 +31,6 @@ def exported(bert, tmp_path_factory):
         "fill_mask": export.export_fill_mask(pretrainer, preprocessor, str(root / "fill"), top_k=3,
                                              max_masks=2),
     }
-
-
-@pytest.fixture(scope="module")
-def processes():
-    """Each export loaded once per backend for the module (loading is not what these tests check)."""
-    opened = ServingProcesses()
-    yield opened
-    opened.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -6,8 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tests.export.fresh_process import (BACKENDS, ServingProcess, ServingProcesses, check_any_batch_is_served,
-                                        requests, serve)
+from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, requests, serve
 from tests.export.serving.harness import CppServer
 from tfnlp import data, export, models
 from tfnlp.models.unilm import prompt_ids
@@ -41,15 +40,6 @@ def exported(request, tmp_path_factory, corpus_vocabulary):
                 "no_repeat_ngram_size": 3}
     path = export.export_seq2seq(model, source, target, str(directory), SOURCE_LENGTH, **settings)
     return path, model, source, target, settings
-
-
-@pytest.fixture(scope="module")
-def processes():
-    """Each export loaded once per backend for the module: loading, and the first run of
-    each decoding signature, cost seconds that these tests do not check."""
-    opened = ServingProcesses()
-    yield opened
-    opened.close()
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +157,9 @@ def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, xla_exp
               if function.attr["_XlaMustCompile"].b]
     assert marked, "the decoding loop must be marked for XLA"
     (result,) = serve(xla_exported, [{"signature": "serving_default", "inputs": {"text": TEXTS[:3]}}])
-    np.testing.assert_array_equal(result["token_ids"], expected(exported, TEXTS[:3])["token_ids"])
-    np.testing.assert_allclose(result["scores"], expected(exported, TEXTS[:3])["scores"], atol=1e-4)
+    in_memory = expected(exported, TEXTS[:3])
+    np.testing.assert_array_equal(result["token_ids"], in_memory["token_ids"])
+    np.testing.assert_allclose(result["scores"], in_memory["scores"], atol=1e-4)
 
 
 def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla_exported, expected):
@@ -186,8 +177,9 @@ def test_decoding_loop_exported_for_xla_needs_tf_servings_xla_flag(exported, xla
                                                  else [])
         assert [name for name, _ in server.warmup(path)] == names
         result = server.call(path, "serving_default", text=TEXTS[:3])
-    np.testing.assert_array_equal(result["token_ids"], expected(exported, TEXTS[:3])["token_ids"])
-    np.testing.assert_allclose(result["scores"], expected(exported, TEXTS[:3])["scores"], atol=1e-4)
+    in_memory = expected(exported, TEXTS[:3])
+    np.testing.assert_array_equal(result["token_ids"], in_memory["token_ids"])
+    np.testing.assert_allclose(result["scores"], in_memory["scores"], atol=1e-4)
 
 
 @pytest.mark.parametrize("family", ["transformer", "unilm"])

@@ -124,11 +124,12 @@ def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(request, s
     """C++ loader == `tf.saved_model.load` on every signature (the family tests tie the latter to the models)."""
     float32 = precision == "float32"
     exports = float32_exports if float32 else request.getfixturevalue("mixed_exports")
+    in_process = request.getfixturevalue("loaded")["models"] if float32 else {}  # loaded for the module
     count = 0
     for family, signatures in SIGNATURES.items():
         path = exports[family]
-        if float32:  # loaded once for the module
-            loaded = request.getfixturevalue("loaded")["models"][family]
+        if float32:
+            loaded = in_process[family]
         else:
             server.load(path)
             loaded = tf.saved_model.load(path)
