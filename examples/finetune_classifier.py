@@ -5,7 +5,11 @@ fine-tunes a `BertClassifier`, and reports test accuracy next to two
 baselines computed in the same run: TF-IDF + logistic regression
 (scikit-learn, an example-only dependency) and the same classifier trained
 from scratch (random weights), which shows whether pretraining helped.
-Exports the fine-tuned classifier as a SavedModel that takes raw text.
+Each run keeps the weights of its epoch with the best validation accuracy;
+with `--seeds N` both classifiers are trained N times (seeds `--seed` ...
+`--seed + N - 1`) and the mean and standard deviation are reported.
+Exports the fine-tuned classifier of the first seed as a SavedModel that
+takes raw text.
 
     python examples/finetune_classifier.py --pretrained runs/bert_pretrain \
         --export saved_models/reviews
@@ -40,10 +44,19 @@ def tfidf_baseline(train, test):
     return float(np.mean(predictions == np.array([y for _, y in test])))
 
 
+def reviews(split, train_examples=None):
+    """`(text, label)` reviews of a split; of "train", a fixed random subset if asked."""
+    examples = datasets.read_fine_food_reviews(split)
+    if split == "train" and train_examples:  # the same subset in every run
+        keep = np.random.default_rng(0).permutation(len(examples))[:train_examples]
+        examples = [examples[i] for i in sorted(keep)]
+    return examples
+
+
 def train_classifier(backbone, preprocessor, args, seed, run_name):
     keras.utils.set_random_seed(seed)
     def split(name):  # texts and label names: the classifier tokenizes them itself
-        examples = datasets.read_fine_food_reviews(name)
+        examples = reviews(name, args.train_examples)
         return [t for t, _ in examples], [datasets.FINE_FOOD_LABELS[y] for _, y in examples]
 
     texts, labels = split("train")
@@ -54,7 +67,13 @@ def train_classifier(backbone, preprocessor, args, seed, run_name):
     classifier.compile(
         optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps))
     )
-    callbacks = [keras.callbacks.TensorBoard(os.path.join(args.logs, run_name))]
+    callbacks = [
+        keras.callbacks.TensorBoard(os.path.join(args.logs, run_name)),
+        # The epoch with the best validation accuracy is kept (no early stop).
+        keras.callbacks.EarlyStopping(
+            "val_accuracy", mode="max", patience=args.epochs, restore_best_weights=True
+        ),
+    ]
     classifier.fit(texts, labels, batch_size=args.batch_size, validation_data=split("validation"),
                    epochs=args.epochs, verbose=2, callbacks=callbacks)
     test = split("test")
@@ -72,30 +91,49 @@ def main(argv=None):
         "--learning-rate", type=float, default=3e-4,
         help="peak of the linear warm-up/decay schedule (1e-4 under-trains bert_tiny here)",
     )
-    parser.add_argument("--export", default="saved_models/reviews")
+    parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
     parser.add_argument("--logs", default="runs/finetune", help="TensorBoard logs")
     parser.add_argument("--skip-scratch", action="store_true", help="skip the from-scratch run")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=1, help="runs of each classifier (mean, sd)")
+    parser.add_argument("--train-examples", type=int, default=None,
+                        help="fine-tune on this many training reviews (a fixed random subset)")
     args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
+    if args.train_examples is not None and args.train_examples < 1:
+        parser.error(f"--train-examples must be at least 1, got {args.train_examples}")
 
     vocabulary = data.load_vocabulary(os.path.join(args.pretrained, "vocab.txt"))
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), args.sequence_length)
-    pretrained = keras.saving.load_model(os.path.join(args.pretrained, "backbone.keras"), safe_mode=True)
-    classifier, accuracy = train_classifier(pretrained, preprocessor, args, args.seed, "pretrained")
-
-    result = {"pretrained_test_accuracy": accuracy}
-    if not args.skip_scratch:
-        scratch = models.BertBackbone.from_config(pretrained.get_config())
-        result["scratch_test_accuracy"] = train_classifier(
-            scratch, preprocessor, args, args.seed, "from_scratch"
-        )[1]
-    test_labels = np.array([y for _, y in datasets.read_fine_food_reviews("test")])
+    backbone_path = os.path.join(args.pretrained, "backbone.keras")
+    seeds = range(args.seed, args.seed + args.seeds)
+    result, classifier = {}, None
+    for kind in ("pretrained",) if args.skip_scratch else ("pretrained", "scratch"):
+        accuracies = []
+        for seed in seeds:
+            # Fine-tuning changes the backbone: each run starts from the file.
+            backbone = keras.saving.load_model(backbone_path, safe_mode=True)
+            if kind == "scratch":
+                backbone = models.BertBackbone.from_config(backbone.get_config())
+            name = kind if args.seeds == 1 else f"{kind}_seed{seed}"
+            model, accuracy = train_classifier(backbone, preprocessor, args, seed, name)
+            accuracies.append(accuracy)
+            if classifier is None:
+                classifier = model  # the first pretrained run is exported
+        result[f"{kind}_test_accuracy"] = float(np.mean(accuracies))
+        if args.seeds > 1:
+            result[f"{kind}_test_accuracy_sd"] = float(np.std(accuracies, ddof=1))
+            result[f"{kind}_test_accuracies"] = accuracies
+    test_labels = np.array([y for _, y in reviews("test")])
     result["majority_baseline"] = float(max(test_labels.mean(), 1 - test_labels.mean()))
     result["tfidf_logistic_regression"] = tfidf_baseline(
-        datasets.read_fine_food_reviews("train"), datasets.read_fine_food_reviews("test")
+        reviews("train", args.train_examples), reviews("test")
     )
-    path = export.export_classifier(classifier, args.export)  # its own preprocessor and labels
-    result["saved_model"] = path
+    result["train_examples"] = len(reviews("train", args.train_examples))
+    if args.export:
+        # The classifier takes its own preprocessor and label names along.
+        result["saved_model"] = export.export_classifier(classifier, args.export)
     print(json.dumps(result, indent=2))
     return result
 

@@ -7,11 +7,23 @@ baselines (the most frequent masked token; 50% for NSP). Writes
 `vocab.txt`, `backbone.keras` and TensorBoard logs under `--output`.
 
     python examples/pretrain_bert.py --preset bert_mini --steps 2000
+
+Your own unlabelled text joins the novels with `--domain-texts` (a TSV, CSV
+or JSONL file; `--domain-text-column` names the column), the training
+reviews of `finetune_classifier.py` with `--review-texts`: the vocabulary
+is learned from all of it, and each text is a document split into
+sentences at `.`, `!` and `?` (`--domain-repeats` reads them more than once
+per pass over the novels). Give it the training texts of the task you
+fine-tune on, never its validation or test texts. `--no-next-sentence`
+pretrains the masked LM alone on full-sentence segments (RoBERTa).
+
+    python examples/pretrain_bert.py --domain-texts my_train.tsv --no-next-sentence
 """
 
 import argparse
 import json
 import os
+import re
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -36,6 +48,23 @@ def parse_args(argv):
     parser.add_argument("--steps-per-epoch", type=int, default=250)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--warmup-fraction", type=float, default=0.1)
+    parser.add_argument("--masking-rate", type=float, default=0.15)
+    parser.add_argument("--whole-word-masking", action="store_true")
+    parser.add_argument(
+        "--next-sentence", action=argparse.BooleanOptionalAction, default=True,
+        help="sentence pairs and next-sentence prediction (BERT); --no-next-sentence: masked LM "
+        "alone on full-sentence segments (RoBERTa)",
+    )
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--domain-texts", help="a TSV, CSV or JSONL file of your own texts")
+    parser.add_argument("--domain-text-column", default="text")
+    parser.add_argument(
+        "--review-texts", action="store_true",
+        help="add the training reviews of finetune_classifier.py (never its validation or test "
+        "reviews): domain-adaptive pretraining",
+    )
+    parser.add_argument("--domain-repeats", type=int, default=1,
+                        help="reads of --domain-texts and --review-texts per pass over the novels")
     parser.add_argument("--eval-batches", type=int, default=40)
     parser.add_argument("--max-documents", type=int, default=None, help="use fewer chapters")
     parser.add_argument("--shuffle-buffer", type=int, default=2000, help="pairs shuffled at once")
@@ -50,7 +79,25 @@ def parse_args(argv):
     )
     parser.add_argument("--output", default="runs/bert_pretrain")
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.domain_repeats < 1:
+        parser.error(f"--domain-repeats must be at least 1, got {args.domain_repeats}")
+    return args
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def domain_documents(texts, source):
+    """Texts as documents: one per text, split into sentences."""
+    documents = [[s for s in _SENTENCE_END.split(text.strip()) if s] for text in texts]
+    documents = [d for d in documents if d]  # texts of white space only
+    if not documents:
+        raise ValueError(f"{source}: no text to pretrain on.")
+    ragged = tf.ragged.constant(documents, dtype=tf.string, ragged_rank=1)
+    return tf.data.Dataset.from_tensor_slices(ragged).map(
+        lambda sentences: tf.reshape(sentences, [-1]), num_parallel_calls=tf.data.AUTOTUNE
+    )
 
 
 def main(argv=None):
@@ -60,15 +107,31 @@ def main(argv=None):
     train_documents = datasets.load_documents("en_novels", "train")
     if args.max_documents:
         train_documents = train_documents.take(args.max_documents)
+    vocabulary_documents = train_documents
+    texts = []
+    if args.domain_texts:
+        texts += data.read_texts(args.domain_texts, args.domain_text_column)
+    if args.review_texts:
+        texts += [text for text, _ in datasets.read_fine_food_reviews("train")]
+    if args.domain_texts or args.review_texts:
+        domain = domain_documents(texts, args.domain_texts or "the training reviews")
+        vocabulary_documents = train_documents.concatenate(domain)
+        # Chapters and texts mixed in every pass (all documents fit the buffer).
+        train_documents = train_documents.concatenate(domain.repeat(args.domain_repeats)).shuffle(
+            1_000_000, seed=args.seed, reshuffle_each_iteration=True
+        )
     vocabulary = data.learn_wordpiece_vocabulary(
-        train_documents, args.vocabulary_size, output_path=os.path.join(args.output, "vocab.txt")
+        vocabulary_documents, args.vocabulary_size,
+        output_path=os.path.join(args.output, "vocab.txt"),
     )
     tokenizer = data.WordPieceTokenizer(vocabulary)
 
     def batches(documents, seed, repeat):
         return data.bert_pretraining_dataset(
             documents.repeat() if repeat else documents, tokenizer, args.sequence_length,
-            args.max_predictions, args.batch_size, seed=seed, shuffle_buffer=args.shuffle_buffer,
+            args.max_predictions, args.batch_size, masking_rate=args.masking_rate,
+            whole_word_masking=args.whole_word_masking, seed=seed,
+            shuffle_buffer=args.shuffle_buffer, next_sentence=args.next_sentence,
         ).map(models.pretraining_batch)
 
     train = batches(train_documents, args.seed, repeat=True)
@@ -84,9 +147,9 @@ def main(argv=None):
 
     backbone = models.BertBackbone.from_preset(
         args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
-        dtype=args.dtype_policy,
+        dtype=args.dtype_policy, dropout=args.dropout,
     )
-    pretrainer = models.BertPretrainer(backbone)
+    pretrainer = models.BertPretrainer(backbone, next_sentence=args.next_sentence)
     schedule = training.LinearWarmupLinearDecay(
         args.learning_rate, int(args.warmup_fraction * args.steps), args.steps
     )
@@ -115,18 +178,21 @@ def main(argv=None):
     train_labels = np.concatenate([y["mlm"][w["mlm"] == 1] for _, y, w in train.take(50).as_numpy_iterator()])
     most_frequent = np.bincount(train_labels).argmax()
     held_labels = np.concatenate([y["mlm"][w["mlm"] == 1] for _, y, w in held_out.as_numpy_iterator()])
-    nsp_labels = np.concatenate([y["nsp"] for _, y, _ in held_out.as_numpy_iterator()])
     result = {
         "mlm_accuracy": scores["mlm_accuracy"],
         "mlm_most_frequent_baseline": float(np.mean(held_labels == most_frequent)),
         "most_frequent_token": vocabulary[most_frequent],
-        "nsp_accuracy": scores["nsp_accuracy"],
-        "nsp_majority_baseline": float(max(nsp_labels.mean(), 1 - nsp_labels.mean())),
+    }
+    if args.next_sentence:
+        nsp_labels = np.concatenate([y["nsp"] for _, y, _ in held_out.as_numpy_iterator()])
+        result["nsp_accuracy"] = scores["nsp_accuracy"]
+        result["nsp_majority_baseline"] = float(max(nsp_labels.mean(), 1 - nsp_labels.mean()))
+    result.update({
         "steps": epochs * min(args.steps, args.steps_per_epoch),
         "preset": args.preset,
         "dtype_policy": args.dtype_policy,
         "train_seconds": round(train_seconds, 1),
-    }
+    })
     backbone.save(os.path.join(args.output, "backbone.keras"))
     with open(os.path.join(args.output, "pretraining_results.json"), "w") as f:
         json.dump(result, f, indent=2)

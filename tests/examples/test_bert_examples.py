@@ -59,3 +59,52 @@ def test_finetuning_from_the_pretrained_backbone_exports_a_model(pretrained, tmp
     python = serve(path, [{"signature": "serving_default", "inputs": {"text": texts}}])[0]
     np.testing.assert_allclose(cpp["probabilities"], python["probabilities"], atol=1e-6)
     assert cpp["label"].tolist() == python["label"]
+
+
+@pytest.mark.slow
+def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path):
+    # The user's unlabelled texts, as a TSV with other columns: a word found
+    # only there must enter the vocabulary, and no next-sentence head is
+    # trained or reported.
+    rows = ["id\ttext"] + [
+        f"{i}\tThe zorblax tasted great. I would buy a zorblax again! Order {i} came fast."
+        for i in range(200)
+    ]
+    (tmp_path / "mine.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    settings = [
+        "--preset", "bert_tiny", "--vocabulary-size", "600", "--sequence-length", "32",
+        "--max-predictions", "5", "--steps", "40", "--steps-per-epoch", "20",
+        "--max-documents", "10", "--eval-batches", "2", "--no-next-sentence",
+        "--domain-texts", str(tmp_path / "mine.tsv"), "--domain-repeats", "2",
+        "--output", str(tmp_path / "out"),
+    ]
+    result = pretrain_bert.main(settings)
+    assert "zorblax" in (tmp_path / "out" / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    assert "nsp_accuracy" not in result and 0 <= result["mlm_accuracy"] <= 1
+    assert result["steps"] == 40
+    with pytest.raises(ValueError, match="review"):  # a column the file lacks is named
+        pretrain_bert.main(settings[:-4] + ["--domain-text-column", "review", "--output",
+                                            str(tmp_path / "other")])
+    with pytest.raises(SystemExit):
+        pretrain_bert.parse_args(["--domain-repeats", "0"])
+
+
+@pytest.mark.slow
+def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp_path):
+    output, _, _ = pretrained
+    result = finetune_classifier.main([
+        "--pretrained", str(output), "--sequence-length", "32", "--epochs", "1",
+        "--train-examples", "64", "--seeds", "2", "--skip-scratch", "--export", "",
+        "--logs", str(tmp_path / "logs"),
+    ])
+    accuracies = result["pretrained_test_accuracies"]
+    assert len(accuracies) == 2
+    assert result["pretrained_test_accuracy"] == pytest.approx(np.mean(accuracies))
+    assert result["pretrained_test_accuracy_sd"] == pytest.approx(np.std(accuracies, ddof=1))
+    assert result["train_examples"] == 64 and "saved_model" not in result
+    assert "scratch_test_accuracy" not in result
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
+        "pretrained_seed0", "pretrained_seed1"
+    ]
+    with pytest.raises(SystemExit):
+        finetune_classifier.main(["--seeds", "0"])
