@@ -91,6 +91,10 @@ def main(argv=None):
         "--learning-rate", type=float, default=3e-4,
         help="peak of the linear warm-up/decay schedule (1e-4 under-trains bert_tiny here)",
     )
+    parser.add_argument("--dropout", type=float, default=0.1, help="the backbone's, in fine-tuning")
+    parser.add_argument(
+        "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"]
+    )
     parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
     parser.add_argument("--logs", default="runs/finetune", help="TensorBoard logs")
     parser.add_argument("--skip-scratch", action="store_true", help="skip the from-scratch run")
@@ -112,11 +116,20 @@ def main(argv=None):
     for kind in ("pretrained",) if args.skip_scratch else ("pretrained", "scratch"):
         accuracies = []
         for seed in seeds:
-            # Fine-tuning changes the backbone: each run starts from the file.
-            backbone = keras.saving.load_model(backbone_path, safe_mode=True)
-            if kind == "scratch":
-                backbone = models.BertBackbone.from_config(backbone.get_config())
-            name = kind if args.seeds == 1 else f"{kind}_seed{seed}"
+            # Seeded before any layer is built: the scratch weights and the
+            # dropout streams too. Fine-tuning changes the backbone, so each
+            # run starts from the file, rebuilt with this run's dropout and
+            # dtype policy (the saved ones are the pretraining's).
+            keras.utils.set_random_seed(seed)
+            saved = keras.saving.load_model(backbone_path, safe_mode=True)
+            backbone = models.BertBackbone.from_config(
+                dict(saved.get_config(), dropout=args.dropout, dtype=args.dtype_policy)
+            )
+            if kind == "pretrained":
+                backbone.set_weights(saved.get_weights())
+            name = f"{kind}_seed{seed}" if args.seeds > 1 else (
+                "pretrained" if kind == "pretrained" else "from_scratch"
+            )
             model, accuracy = train_classifier(backbone, preprocessor, args, seed, name)
             accuracies.append(accuracy)
             if classifier is None:

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import time
+import warnings
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -82,6 +83,14 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.domain_repeats < 1:
         parser.error(f"--domain-repeats must be at least 1, got {args.domain_repeats}")
+    if (args.domain_texts or args.review_texts) and args.next_sentence:
+        warnings.warn(
+            "Next-sentence pairs need documents of at least two segments of "
+            f"{(args.sequence_length - 3) // 2} tokens: shorter texts from --domain-texts or "
+            "--review-texts give no pair and are not trained on (only their words reach the "
+            "vocabulary). Add --no-next-sentence to train on every text.",
+            stacklevel=2,
+        )
     return args
 
 
@@ -116,9 +125,11 @@ def main(argv=None):
     if args.domain_texts or args.review_texts:
         domain = domain_documents(texts, args.domain_texts or "the training reviews")
         vocabulary_documents = train_documents.concatenate(domain)
-        # Chapters and texts mixed in every pass (all documents fit the buffer).
+        # Chapters and texts mixed in every pass: the buffer holds them all.
+        chapters = len(datasets.read_documents("en_novels", "train"))
         train_documents = train_documents.concatenate(domain.repeat(args.domain_repeats)).shuffle(
-            1_000_000, seed=args.seed, reshuffle_each_iteration=True
+            chapters + len(texts) * args.domain_repeats, seed=args.seed,
+            reshuffle_each_iteration=True,
         )
     vocabulary = data.learn_wordpiece_vocabulary(
         vocabulary_documents, args.vocabulary_size,
@@ -191,6 +202,13 @@ def main(argv=None):
         "steps": epochs * min(args.steps, args.steps_per_epoch),
         "preset": args.preset,
         "dtype_policy": args.dtype_policy,
+        "next_sentence": args.next_sentence,
+        "dropout": args.dropout,
+        "masking_rate": args.masking_rate,
+        "whole_word_masking": args.whole_word_masking,
+        "domain_texts": args.domain_texts,
+        "review_texts": args.review_texts,
+        "domain_repeats": args.domain_repeats,
         "train_seconds": round(train_seconds, 1),
     })
     backbone.save(os.path.join(args.output, "backbone.keras"))

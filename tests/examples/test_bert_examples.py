@@ -3,10 +3,12 @@
 import json
 import warnings
 
+import keras
 import numpy as np
 import pytest
 
 from examples import finetune_classifier, pretrain_bert
+from tfnlp import datasets
 from tests.export.fresh_process import serve
 from tests.export.serving.harness import CppServer
 
@@ -63,30 +65,49 @@ def test_finetuning_from_the_pretrained_backbone_exports_a_model(pretrained, tmp
 
 @pytest.mark.slow
 def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path):
-    # The user's unlabelled texts, as a TSV with other columns: a word found
-    # only there must enter the vocabulary, and no next-sentence head is
-    # trained or reported.
+    # The user's unlabelled texts, as a TSV with other columns, and the
+    # training reviews: a word found only in the file must enter the
+    # vocabulary, and no next-sentence head is trained or reported.
     rows = ["id\ttext"] + [
         f"{i}\tThe zorblax tasted great. I would buy a zorblax again! Order {i} came fast."
         for i in range(200)
     ]
     (tmp_path / "mine.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    settings = [
+    common = [
         "--preset", "bert_tiny", "--vocabulary-size", "600", "--sequence-length", "32",
         "--max-predictions", "5", "--steps", "40", "--steps-per-epoch", "20",
         "--max-documents", "10", "--eval-batches", "2", "--no-next-sentence",
-        "--domain-texts", str(tmp_path / "mine.tsv"), "--domain-repeats", "2",
-        "--output", str(tmp_path / "out"),
+        "--domain-texts", str(tmp_path / "mine.tsv"), "--review-texts",
     ]
-    result = pretrain_bert.main(settings)
+    result = pretrain_bert.main(common + [
+        "--domain-repeats", "2", "--dropout", "0", "--whole-word-masking", "--masking-rate", "0.2",
+        "--output", str(tmp_path / "out"),
+    ])
     assert "zorblax" in (tmp_path / "out" / "vocab.txt").read_text(encoding="utf-8").split("\n")
     assert "nsp_accuracy" not in result and 0 <= result["mlm_accuracy"] <= 1
-    assert result["steps"] == 40
-    with pytest.raises(ValueError, match="review"):  # a column the file lacks is named
-        pretrain_bert.main(settings[:-4] + ["--domain-text-column", "review", "--output",
-                                            str(tmp_path / "other")])
+    assert result["steps"] == 40 and result["masking_rate"] == 0.2 and result["whole_word_masking"]
+    saved = keras.saving.load_model(tmp_path / "out" / "backbone.keras", safe_mode=True)
+    assert saved.get_config()["dropout"] == 0.0
+    with pytest.raises(ValueError, match="no column 'review'"):
+        pretrain_bert.main(common + ["--domain-text-column", "review", "--output",
+                                     str(tmp_path / "other")])
     with pytest.raises(SystemExit):
         pretrain_bert.parse_args(["--domain-repeats", "0"])
+    # With next-sentence pairs, short texts make no pair: the user is told.
+    with pytest.warns(UserWarning, match="--no-next-sentence"):
+        pretrain_bert.parse_args(["--review-texts"])
+
+
+def test_the_users_texts_become_documents_of_sentences():
+    documents = pretrain_bert.domain_documents(
+        ["One. Two! Three?", "  A single text without an end  "], "test"
+    )
+    assert documents.element_spec == datasets.load_documents("en_novels", "test").element_spec
+    assert [d.tolist() for d in documents.as_numpy_iterator()] == [
+        [b"One.", b"Two!", b"Three?"], [b"A single text without an end"]
+    ]
+    with pytest.raises(ValueError, match="no text"):
+        pretrain_bert.domain_documents(["   "], "mine.tsv")
 
 
 @pytest.mark.slow
@@ -106,5 +127,6 @@ def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
         "pretrained_seed0", "pretrained_seed1"
     ]
-    with pytest.raises(SystemExit):
-        finetune_classifier.main(["--seeds", "0"])
+    for bad in (["--seeds", "0"], ["--train-examples", "0"]):
+        with pytest.raises(SystemExit):
+            finetune_classifier.main(bad)
