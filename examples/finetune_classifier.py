@@ -53,13 +53,13 @@ def reviews(split, train_examples=None):
     return examples
 
 
-def train_classifier(backbone, preprocessor, args, seed, run_name):
-    keras.utils.set_random_seed(seed)
-    def split(name):  # texts and label names: the classifier tokenizes them itself
-        examples = reviews(name, args.train_examples)
-        return [t for t, _ in examples], [datasets.FINE_FOOD_LABELS[y] for _, y in examples]
+def texts_and_labels(examples):
+    """`(text, label id)` pairs as texts and label names: the classifier tokenizes them itself."""
+    return [t for t, _ in examples], [datasets.FINE_FOOD_LABELS[y] for _, y in examples]
 
-    texts, labels = split("train")
+
+def train_classifier(backbone, preprocessor, args, splits, run_name):
+    texts, labels = splits["train"]
     steps = args.epochs * math.ceil(len(texts) / args.batch_size)
     classifier = models.BertClassifier(
         backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS)
@@ -74,11 +74,10 @@ def train_classifier(backbone, preprocessor, args, seed, run_name):
             "val_accuracy", mode="max", patience=args.epochs, restore_best_weights=True
         ),
     ]
-    classifier.fit(texts, labels, batch_size=args.batch_size, validation_data=split("validation"),
+    classifier.fit(texts, labels, batch_size=args.batch_size, validation_data=splits["validation"],
                    epochs=args.epochs, verbose=2, callbacks=callbacks)
-    test = split("test")
-    return classifier, classifier.evaluate(*test, batch_size=args.batch_size, return_dict=True,
-                                           verbose=0)["accuracy"]
+    return classifier, classifier.evaluate(*splits["test"], batch_size=args.batch_size,
+                                           return_dict=True, verbose=0)["accuracy"]
 
 
 def main(argv=None):
@@ -111,6 +110,8 @@ def main(argv=None):
     vocabulary = data.load_vocabulary(os.path.join(args.pretrained, "vocab.txt"))
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), args.sequence_length)
     backbone_path = os.path.join(args.pretrained, "backbone.keras")
+    examples = {split: reviews(split, args.train_examples) for split in ("train", "validation", "test")}
+    splits = {split: texts_and_labels(pairs) for split, pairs in examples.items()}
     seeds = range(args.seed, args.seed + args.seeds)
     result, classifier = {}, None
     for kind in ("pretrained",) if args.skip_scratch else ("pretrained", "scratch"):
@@ -127,10 +128,10 @@ def main(argv=None):
             )
             if kind == "pretrained":
                 backbone.set_weights(saved.get_weights())
-            name = f"{kind}_seed{seed}" if args.seeds > 1 else (
-                "pretrained" if kind == "pretrained" else "from_scratch"
-            )
-            model, accuracy = train_classifier(backbone, preprocessor, args, seed, name)
+            name = "from_scratch" if kind == "scratch" else kind
+            if args.seeds > 1:
+                name = f"{kind}_seed{seed}"
+            model, accuracy = train_classifier(backbone, preprocessor, args, splits, name)
             accuracies.append(accuracy)
             if classifier is None:
                 classifier = model  # the first pretrained run is exported
@@ -138,12 +139,10 @@ def main(argv=None):
         if args.seeds > 1:
             result[f"{kind}_test_accuracy_sd"] = float(np.std(accuracies, ddof=1))
             result[f"{kind}_test_accuracies"] = accuracies
-    test_labels = np.array([y for _, y in reviews("test")])
+    test_labels = np.array([y for _, y in examples["test"]])
     result["majority_baseline"] = float(max(test_labels.mean(), 1 - test_labels.mean()))
-    result["tfidf_logistic_regression"] = tfidf_baseline(
-        reviews("train", args.train_examples), reviews("test")
-    )
-    result["train_examples"] = len(reviews("train", args.train_examples))
+    result["tfidf_logistic_regression"] = tfidf_baseline(examples["train"], examples["test"])
+    result["train_examples"] = len(examples["train"])
     if args.export:
         # The classifier takes its own preprocessor and label names along.
         result["saved_model"] = export.export_classifier(classifier, args.export)

@@ -122,14 +122,13 @@ def main(argv=None):
         texts += data.read_texts(args.domain_texts, args.domain_text_column)
     if args.review_texts:
         texts += [text for text, _ in datasets.read_fine_food_reviews("train")]
-    if args.domain_texts or args.review_texts:
+    if texts:
         domain = domain_documents(texts, args.domain_texts or "the training reviews")
         vocabulary_documents = train_documents.concatenate(domain)
         # Chapters and texts mixed in every pass: the buffer holds them all.
-        chapters = len(datasets.read_documents("en_novels", "train"))
-        train_documents = train_documents.concatenate(domain.repeat(args.domain_repeats)).shuffle(
-            chapters + len(texts) * args.domain_repeats, seed=args.seed,
-            reshuffle_each_iteration=True,
+        train_documents = train_documents.concatenate(domain.repeat(args.domain_repeats))
+        train_documents = train_documents.shuffle(
+            int(train_documents.cardinality()), seed=args.seed, reshuffle_each_iteration=True
         )
     vocabulary = data.learn_wordpiece_vocabulary(
         vocabulary_documents, args.vocabulary_size,
