@@ -6,10 +6,12 @@ One network, three uses, all measured on held-out data:
    cased words and punctuation) for greedy and beam search, with and without
    trigram blocking, next to copying the source (a strong baseline: the two
    translations share most words);
-2. left-to-right LM: per-token perplexity of held-out novel chapters
-   (`UniLM.left_to_right_log_probs`) next to a unigram model, and held-out
-   sentence beginnings continued with `UniLM.continue_prompt` (top-p 0.95,
-   temperatures 0.7 and 1.2);
+2. left-to-right LM, trained on the novels with every token a target
+   (`data.left_to_right_lm_dataset`, `--lm-steps`) after the four-objective
+   pretraining, and measured before the seq2seq fine-tuning: per-token
+   perplexity of held-out novel chapters (`UniLM.left_to_right_log_probs`)
+   next to a unigram model, and held-out sentence beginnings continued with
+   `UniLM.continue_prompt` (top-p 0.95, temperatures 0.7 and 1.2);
 3. bidirectional encoder: `to_bert()` + `BertClassifier` on the fine-food
    reviews, next to the majority class.
 Starts from the BERT of `examples/pretrain_bert.py` (`--pretrained DIR`), or
@@ -42,7 +44,12 @@ def parse_args(argv):
     parser.add_argument("--pretrained", default=None, help="dir with vocab.txt + backbone.keras")
     parser.add_argument("--preset", default="bert_tiny", help="without --pretrained")
     parser.add_argument("--vocabulary-size", type=int, default=8000)
-    parser.add_argument("--pretrain-steps", type=int, default=1000)
+    parser.add_argument("--pretrain-steps", type=int, default=1000,
+                        help="four-objective UniLM pretraining steps")
+    parser.add_argument("--lm-steps", type=int, default=2000,
+                        help="left-to-right LM steps on the novels, every token a target")
+    parser.add_argument("--lm-sequence-length", type=int, default=64)
+    parser.add_argument("--lm-learning-rate", type=float, default=1e-3)
     parser.add_argument("--sequence-length", type=int, default=96, help="source + target")
     parser.add_argument("--source-length", type=int, default=48)
     parser.add_argument("--max-length", type=int, default=48, help="generated tokens")
@@ -63,9 +70,9 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def adamw(args, steps):
+def adamw(learning_rate, steps):
     return training.bert_adamw(
-        training.LinearWarmupLinearDecay(args.learning_rate, max(steps // 10, 1), steps + 1))
+        training.LinearWarmupLinearDecay(learning_rate, max(steps // 10, 1), steps + 1))
 
 
 def start(args):
@@ -147,7 +154,7 @@ def classify(backbone, tokenizer, args):
             shuffle_buffer=4096 if shuffle else 0, drop_remainder=shuffle)
 
     classifier = models.BertClassifier(backbone.to_bert(), num_classes=2)
-    classifier.compile(optimizer=adamw(args, args.classifier_epochs * 112))
+    classifier.compile(optimizer=adamw(args.learning_rate, args.classifier_epochs * 112))
     classifier.fit(split("train", True), epochs=args.classifier_epochs, verbose=2, shuffle=False)
     labels = [y for _, y in datasets.read_fine_food_reviews("test")]
     accuracy = classifier.evaluate(split("test", False), return_dict=True, verbose=0)["accuracy"]
@@ -166,9 +173,29 @@ def main(argv=None):
         batches = data.unilm_pretraining_dataset(
             datasets.load_documents("en_novels", "train").repeat(), tokenizer, 128,
             batch_size=args.batch_size).map(models.unilm_batch)
-        model.compile(optimizer=adamw(args, args.pretrain_steps))
+        model.compile(optimizer=adamw(args.learning_rate, args.pretrain_steps))
         model.fit(batches, steps_per_epoch=args.pretrain_steps, epochs=1, verbose=2, shuffle=False,
                   callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "pretrain"))])
+    if args.lm_steps:
+        batches = data.left_to_right_lm_dataset(
+            datasets.load_documents("en_novels", "train").repeat(), tokenizer,
+            args.lm_sequence_length, batch_size=32).map(models.unilm_batch)
+        model.compile(optimizer=adamw(args.lm_learning_rate, args.lm_steps))
+        model.fit(batches, steps_per_epoch=args.lm_steps, epochs=1, verbose=2, shuffle=False,
+                  callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "left_to_right"))])
+    results = {"lm_steps": args.lm_steps}
+    # The language model as pretrained, before the seq2seq fine-tuning
+    # (not counted in train_seconds).
+    evaluation_began = time.time()
+    model_ppl, unigram_ppl = perplexities(model, tokenizer, args)
+    results["left_to_right_perplexity"] = round(model_ppl, 1)
+    results["unigram_perplexity"] = round(unigram_ppl, 1)
+    if args.samples:
+        results["continuations"] = continuations(model, tokenizer, args)
+        for name, lines in results["continuations"].items():
+            print(f"\n{name} (top-p 0.95, seed 0; prompt | continuation):")
+            print("\n".join(lines))
+    started += time.time() - evaluation_began
 
     pairs = datasets.read_text_pairs("bible_archaic_modern", "train")[: args.max_train_pairs]
     train = data.unilm_finetuning_dataset(
@@ -176,14 +203,14 @@ def main(argv=None):
         tokenizer, args.sequence_length, masking_rate=args.masking_rate,
         batch_size=args.batch_size, shuffle_buffer=len(pairs),
     ).map(models.unilm_batch)
-    model.compile(optimizer=adamw(args, args.epochs * (len(pairs) // args.batch_size)))
+    model.compile(optimizer=adamw(args.learning_rate, args.epochs * (len(pairs) // args.batch_size)))
     model.fit(train, epochs=args.epochs, verbose=2, shuffle=False,
               callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "finetune"))])
     train_seconds = time.time() - started
 
     test = datasets.read_text_pairs("bible_archaic_modern", "test")[: args.eval_pairs]
     sources, references = [s for s, _ in test], [t for _, t in test]
-    results = {"test_verses": len(test), "train_seconds": round(train_seconds, 1)}
+    results.update({"test_verses": len(test), "train_seconds": round(train_seconds, 1)})
     candidates = {"copy_source": sources}
     beam = f"beam{args.beam_size}"
     for name, beam_size, ngram in (("greedy", 1, 0), (beam, args.beam_size, 0),
@@ -200,14 +227,6 @@ def main(argv=None):
                                               references, strict=True))[:5]:
         print(f"\nKJV: {source}\nOUT: {output}\nWEB: {reference}")
 
-    model_ppl, unigram_ppl = perplexities(model, tokenizer, args)
-    results["left_to_right_perplexity"] = round(model_ppl, 1)
-    results["unigram_perplexity"] = round(unigram_ppl, 1)
-    if args.samples:
-        results["continuations"] = continuations(model, tokenizer, args)
-        for name, lines in results["continuations"].items():
-            print(f"\n{name} (top-p 0.95, seed 0; prompt | continuation):")
-            print("\n".join(lines))
     if args.classifier_epochs:
         accuracy, majority = classify(backbone, tokenizer, args)
         results["review_classifier_accuracy"] = round(accuracy, 4)

@@ -1,10 +1,10 @@
-"""UniLM pipelines: objective proportions in every batch, target-only masking."""
+"""UniLM pipelines: objective proportions in every batch, target-only masking, left-to-right LM."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfnlp import data, datasets
+from tfnlp import data, datasets, models
 from tfnlp.layers import masks
 
 
@@ -104,3 +104,51 @@ def test_bad_finetuning_arguments(tokenizer, kwargs, message):
     with pytest.raises(ValueError, match=message):
         data.unilm_finetuning_dataset(tf.data.Dataset.from_tensor_slices((["a"], ["b"])),
                                       kwargs.pop("tokenizer", tokenizer), 16, **kwargs)
+
+
+LETTERS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrs"]
+
+
+def letter_documents():
+    return tf.data.Dataset.from_generator(
+        lambda: iter([["a b", "c d"], ["e f g", "h i j k l m n o p q"], [], ["r s"]]),
+        output_signature=tf.TensorSpec([None], tf.string))
+
+
+def test_left_to_right_batches_are_the_corpus_in_order_every_token_a_target():
+    tokenizer = data.WordPieceTokenizer(LETTERS)
+    batches = data.left_to_right_lm_dataset(letter_documents(), tokenizer, sequence_length=10,
+                                            batch_size=3, shuffle_buffer=0)
+    assert {k: v.shape.as_list() for k, v in batches.element_spec.items()} == {
+        "token_ids": [3, 10], "padding_mask": [3, 10], "mask_id": [3]}
+    (batch,) = list(batches)
+    rows = [" ".join(LETTERS[i] for i in row[mask > 0])
+            for row, mask in zip(batch["token_ids"].numpy(), batch["padding_mask"].numpy(),
+                                 strict=True)]
+    assert rows == ["[CLS] a b c d [SEP] e f g [SEP]", "[CLS] h i j k l m n o [SEP]",
+                    "[CLS] p q [SEP] r s [SEP]"]
+    assert np.all(batch["token_ids"].numpy()[batch["padding_mask"].numpy() == 0] == 0)
+    assert batch["mask_id"].numpy().tolist() == [tokenizer.mask_id] * 3
+    x, labels, weights = models.unilm_batch(batch)
+    assert sorted(x) == ["mask_id", "padding_mask", "token_ids"]
+    np.testing.assert_array_equal(labels, batch["token_ids"])
+    # Every real token is a target but [CLS], which is given.
+    expected = batch["padding_mask"].numpy().astype("float32")
+    expected[:, 0] = 0
+    np.testing.assert_array_equal(weights, expected)
+
+
+def test_left_to_right_batches_are_seeded_and_check_their_arguments(tokenizer):
+    documents = datasets.load_documents("en_novels", "validation").take(6)
+
+    def first(seed):
+        batches = data.left_to_right_lm_dataset(documents, tokenizer, 32, batch_size=16,
+                                                seed=seed, shuffle_buffer=100)
+        return next(iter(batches))["token_ids"].numpy()
+
+    np.testing.assert_array_equal(first(1), first(1))
+    assert not np.array_equal(first(1), first(2))
+    with pytest.raises(ValueError, match="`sequence_length` must be at least 3"):
+        data.left_to_right_lm_dataset(documents, tokenizer, 2)
+    with pytest.raises(ValueError, match="batch_size"):
+        data.left_to_right_lm_dataset(documents, tokenizer, 32, batch_size=0)

@@ -47,7 +47,8 @@ def test_unilm_seq2seq(tmp_path):
         "unilm_seq2seq.py", tmp_path, "--vocabulary-size", "400", "--pretrain-steps", "4",
         "--max-train-pairs", "72", "--epochs", "1", "--eval-pairs", "8", "--beam-size", "2",
         "--source-length", "24", "--max-length", "16", "--sequence-length", "40",
-        "--classifier-epochs", "0", "--perplexity-sentences", "64",
+        "--classifier-epochs", "0", "--perplexity-sentences", "64", "--lm-steps", "3",
+        "--lm-sequence-length", "24",
     )
     assert result["copy_source"]["bleu"] > 30  # the two English versions share most words
     for name in ("copy_source", "greedy", "beam2", "beam2_trigram_blocking"):
@@ -57,7 +58,9 @@ def test_unilm_seq2seq(tmp_path):
     assert set(samples) == {"temperature_0.7", "temperature_1.2"}
     assert all(len(lines) == 3 and all(" | " in line for line in lines)
                for lines in samples.values())
-    assert list((tmp_path / "logs").rglob("events.out.tfevents.*"))
+    assert result["lm_steps"] == 3
+    for phase in ("pretrain", "left_to_right", "finetune"):
+        assert list((tmp_path / "logs" / phase).rglob("events.out.tfevents.*")), phase
     outputs = served(tmp_path, ["And God said, Let there be light: and there was light.", ""])
     assert outputs["output_text"].shape == (2,) and outputs["token_ids"].shape == (2, 16)
     continued = tf.saved_model.load(str(tmp_path / "saved_model" / "1")).signatures["continue"](

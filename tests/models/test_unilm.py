@@ -275,6 +275,58 @@ def test_left_to_right_scoring_checks_and_mixed_precision():
         model.left_to_right_log_probs(tf.ones((1, 41), tf.int32), mask_id=MASK)
 
 
+def test_a_left_to_right_batch_is_scored_as_left_to_right_log_probs():
+    """`model(x)` on a left-to-right LM batch is the pseudo-masked pass, dropout in training."""
+    model = unilm_model(dropout=0.3)
+    tokens = tf.constant([[CLS, 10, 11, 12, SEP, 0], [CLS, 13, 14, 15, 16, SEP]])
+    x = {"token_ids": tokens, "padding_mask": tf.cast(tokens > 0, tf.int32),
+         "mask_id": tf.fill([2], MASK)}
+    logits = model(x)
+    assert logits.shape == (2, 6, 40) and logits.dtype == tf.float32
+    scores = tf.gather(tf.nn.log_softmax(logits), tokens[..., None], batch_dims=2)[..., 0]
+    expected = model.left_to_right_log_probs(tokens, x["padding_mask"], mask_id=MASK)
+    np.testing.assert_allclose(tf.where(tokens > 0, scores, 0.0), expected, atol=1e-6)
+    assert not np.allclose(model(x, training=True), logits, atol=1e-3)  # dropout
+    for bad, error, message in [
+        ({"mask_id": tf.fill([2], 40)}, ValueError, "mask_id"),
+        ({"token_ids": tf.cast(tokens, tf.float32)}, TypeError, "token_ids"),
+        ({"segment_ids": tf.zeros_like(tokens)}, ValueError, "got also \\['segment_ids'\\]"),
+        ({"token_ids": tf.ones((2, 41), tf.int32), "padding_mask": tf.ones((2, 41), tf.int32)},
+         ValueError, "max_sequence_length"),
+    ]:
+        with pytest.raises(error, match=message):
+            model({**x, **bad})
+
+
+def test_left_to_right_lm_training_learns_a_text_that_continue_prompt_reproduces():
+    """left_to_right_lm_dataset -> fit -> continue_prompt, end to end on a toy language."""
+    rng = np.random.default_rng(0)
+    # Sentences of consecutive words (w3 w4 w5 ...), wrapping after w11.
+    sentences = [" ".join(WORDS[(start + i) % 12] for i in range(rng.integers(3, 7)))
+                 for start in rng.integers(0, 12, size=600)]
+    documents = tf.data.Dataset.from_tensor_slices([sentences[i:i + 6]
+                                                    for i in range(0, 600, 6)])
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + WORDS)
+    batches = data.left_to_right_lm_dataset(documents.repeat(), tokenizer, 16, batch_size=32,
+                                            shuffle_buffer=200).map(models.unilm_batch)
+    keras.utils.set_random_seed(0)
+    model = UniLM(UniLMBackbone(tokenizer.vocabulary_size(), 2, 4, 64, 128, dropout=0.0,
+                                max_sequence_length=32))
+    model.compile(optimizer=keras.optimizers.Adam(2e-3))
+    history = model.fit(batches, steps_per_epoch=150, epochs=2, verbose=0)
+    # A word follows its predecessor, except after a sentence's end: per
+    # target, at best log(number of sentence lengths) nats near an end.
+    assert history.history["loss"][-1] < 0.6 * history.history["loss"][0]
+    prompts = [f"{WORDS[k]} {WORDS[k + 1]}" for k in range(0, 10, 3)]
+    packed = data.BertPreprocessor(tokenizer, 8)(tf.constant(prompts))
+    ids = packed["token_ids"] * tf.cast(packed["token_ids"] != tokenizer.sep_id, tf.int32)
+    output = model.continue_prompt(ids, tf.cast(ids > 0, tf.int32), end_id=tokenizer.sep_id,
+                                   mask_id=tokenizer.mask_id, max_length=3)
+    for k, row in zip(range(0, 10, 3), output["token_ids"].numpy(), strict=True):
+        # The next word after "wk wk+1" is wk+2: a sentence has at least 3 words.
+        assert tokenizer.get_vocabulary()[row[0]] == WORDS[(k + 2) % 12], (k, row)
+
+
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_xla_compiled_generation_matches(beam_size):
     model = unilm_model()

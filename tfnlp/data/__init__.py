@@ -26,6 +26,7 @@ from tfnlp.data.pipelines import encoder_decoder_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tfrecord import read_tfrecords
+from tfnlp.data.unilm import left_to_right_lm_dataset
 from tfnlp.data.unilm import objective_counts
 from tfnlp.data.unilm import unilm_finetuning_dataset
 from tfnlp.data.unilm import unilm_pretraining_dataset
@@ -51,6 +52,7 @@ __all__ = [
     "classification_dataset",
     "elmo_dataset",
     "encoder_decoder_dataset",
+    "left_to_right_lm_dataset",
     "next_sentence_pairs",
     "objective_counts",
     "read_labelled",

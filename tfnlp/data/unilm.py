@@ -1,11 +1,13 @@
-"""UniLM pipelines: pretraining with mixed objectives, seq2seq fine-tuning."""
+"""UniLM pipelines: pretraining with mixed objectives, left-to-right LM, seq2seq fine-tuning."""
 
 import math
 
 import tensorflow as tf
 
+from tfnlp.data.bert_pretraining import _full_sentence_segments
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
+from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
@@ -105,6 +107,83 @@ def unilm_pretraining_dataset(
         return batch
 
     return _prefetched(batches.enumerate().map(add_objectives))
+
+
+def left_to_right_lm_dataset(
+    documents,
+    tokenizer,
+    sequence_length=128,
+    batch_size=32,
+    seed=0,
+    shuffle_buffer=10_000,
+):
+    """Left-to-right language-model batches for `UniLM`: every token is a target.
+
+    The corpus is cut as in `bert_pretraining_dataset(next_sentence=False)`
+    (RoBERTa's FULL-SENTENCES: one stream of sentences, a `[SEP]` between
+    documents, greedy segments of whole sentences of at most `L - 2`
+    tokens, longer sentences cut), each example `[CLS] segment [SEP]`
+    padded to `L = sequence_length`. Nothing is masked here: `UniLM` reads
+    such a batch (no `objective` key) as its left-to-right LM with
+    pseudo-masks (UniLMv2's layout, see `UniLM.left_to_right_log_probs`):
+    the text is followed by one `[MASK]` per token, and the `[MASK]` at
+    position `t` predicts token `t` from the tokens before it. One pass
+    trains every position, where the masked left-to-right objective of
+    `unilm_pretraining_dataset` trains 15% of the tokens of 1/6 of the
+    examples; decoding (`UniLM.continue_prompt`) predicts from exactly
+    this view.
+
+    Args:
+        documents: `tf.data.Dataset` of 1-D `tf.string` tensors (sentences of
+            one document, in order).
+        tokenizer: a `WordPieceTokenizer`.
+        sequence_length: int, at least 3 (`[CLS]`, one token, `[SEP]`); at
+            most the backbone's `max_sequence_length`.
+        batch_size: int.
+        seed: int, the shuffle's seed.
+        shuffle_buffer: int, examples shuffled at once (0 keeps corpus order).
+
+    Returns:
+        `tf.data.Dataset` of dicts of int32: `token_ids` and `padding_mask`
+        `(B, L)`, `mask_id` `(B,)` (the tokenizer's `[MASK]`, what the
+        model puts after the text). Map with `tfnlp.models.unilm_batch`
+        before `UniLM.fit`: the labels are `token_ids`, weighted by
+        `padding_mask` except `[CLS]` (given, not predicted).
+
+    Example:
+
+    >>> from tfnlp import data, datasets
+    >>> documents = datasets.load_documents("en_novels", "validation").take(4)
+    >>> vocab = data.learn_wordpiece_vocabulary(documents, 500, progress=False)
+    >>> batches = left_to_right_lm_dataset(documents, data.WordPieceTokenizer(vocab),
+    ...                                    sequence_length=64, batch_size=8)
+    >>> {k: v.shape.as_list() for k, v in batches.element_spec.items()}
+    {'token_ids': [8, 64], 'padding_mask': [8, 64], 'mask_id': [8]}
+    """
+    sequence_length = _validation.positive_int("sequence_length", sequence_length)
+    if sequence_length < 3:
+        raise ValueError(
+            f"`sequence_length` must be at least 3 ([CLS], a token, [SEP]), got {sequence_length}."
+        )
+    batch_size = _validation.positive_int("batch_size", batch_size)
+    segments = _full_sentence_segments(
+        documents, tokenizer, sequence_length - 2, seed=seed, shuffle_buffer=shuffle_buffer
+    )
+    packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    mask_id = tf.constant(tokenizer.mask_id, tf.int32)
+
+    @tf.autograph.experimental.do_not_convert
+    def pack(batch):
+        packed = packer(batch["segment"])
+        shape = [batch_size, sequence_length]  # static, as every tfnlp pipeline's
+        return {
+            "token_ids": tf.ensure_shape(packed["token_ids"], shape),
+            "padding_mask": tf.ensure_shape(packed["padding_mask"], shape),
+            "mask_id": tf.fill([batch_size], mask_id),
+        }
+
+    batches = segments.ragged_batch(batch_size, drop_remainder=True)
+    return _prefetched(batches.map(pack, num_parallel_calls=tf.data.AUTOTUNE))
 
 
 def unilm_finetuning_dataset(

@@ -33,6 +33,8 @@ from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
 
 UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
+# A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`): every token a target.
+LEFT_TO_RIGHT_INPUTS = ("token_ids", "padding_mask", "mask_id")
 
 
 def unilm_batch(batch):
@@ -41,9 +43,21 @@ def unilm_batch(batch):
     Works for `tfnlp.data.unilm_pretraining_dataset` and
     `unilm_finetuning_dataset`: labels are the original tokens at the
     masked positions, weighted by `masked_weights` (0 on padded slots).
+    For `tfnlp.data.left_to_right_lm_dataset` (no `objective`): labels are
+    the tokens themselves, weighted by `padding_mask` except `[CLS]`, which
+    is given, not predicted.
     """
+    if _is_left_to_right_batch(batch):
+        x = {name: batch[name] for name in LEFT_TO_RIGHT_INPUTS}
+        weights = keras.ops.cast(batch["padding_mask"], "float32")
+        first = keras.ops.cast(keras.ops.arange(keras.ops.shape(weights)[1]) > 0, "float32")
+        return x, batch["token_ids"], weights * first[None, :]
     x = {name: batch[name] for name in UNILM_INPUTS}
     return x, batch["masked_ids"], keras.ops.cast(batch["masked_weights"], "float32")
+
+
+def _is_left_to_right_batch(inputs):
+    return isinstance(inputs, dict) and "objective" not in inputs and "mask_id" in inputs
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -60,6 +74,13 @@ class UniLM(CallsBackboneLayers, Task):
     masked weights (see `unilm_batch`). The backbone's last block computes
     the masked positions only, all that the head reads
     (`TransformerBlock`'s `output_positions`).
+
+    Left-to-right LM training (for `continue_prompt`): a batch of
+    `tfnlp.data.left_to_right_lm_dataset` (`token_ids`, `padding_mask`,
+    `mask_id`, no `objective`) gives logits `(B, T, V)` for every token,
+    each predicted from the tokens before it by the pseudo-masked pass of
+    `left_to_right_log_probs` (with dropout in training); `unilm_batch`
+    makes its labels and weights.
 
     Generation (`generate`), as UniLM decodes: the source `[CLS] S [SEP]` is
     encoded once into per-layer key/value caches (seq2seq objective); each
@@ -165,6 +186,39 @@ class UniLM(CallsBackboneLayers, Task):
     def _head_layers(self):
         return [self.masked_lm_head]
 
+    def _assert_input_compatibility(self, arg_0):
+        # Keras checks every call against the Functional inputs; a
+        # left-to-right LM batch has inputs of its own, checked in `call`.
+        if not _is_left_to_right_batch(arg_0):
+            super()._assert_input_compatibility(arg_0)
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        if _is_left_to_right_batch(inputs):
+            inputs = self._checked_left_to_right_inputs(inputs)
+            return self._left_to_right_logits(
+                inputs["token_ids"], inputs["padding_mask"], inputs["mask_id"], training=training
+            )
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def _checked_left_to_right_inputs(self, inputs):
+        unknown = sorted(set(inputs) - set(LEFT_TO_RIGHT_INPUTS))
+        if unknown:
+            raise ValueError(
+                f"A left-to-right LM batch holds {LEFT_TO_RIGHT_INPUTS} "
+                f"(`tfnlp.data.left_to_right_lm_dataset`), got also {unknown}."
+            )
+        size = (self.backbone.vocabulary_size, "`vocabulary_size`")
+        try:
+            return _validation.model_inputs(
+                inputs,
+                {"token_ids": ("BT", *size), "padding_mask": ("BT", None, None),
+                 "mask_id": ("B", *size)},
+                limits={"T": (self.backbone.max_sequence_length, "max_sequence_length")},
+            )
+        except (TypeError, ValueError) as error:
+            error._keras_call_info_injected = True  # no dump of the inputs (BertBackbone)
+            raise
+
     def _checked_inputs(self, inputs):
         return self.backbone._checked_inputs(inputs, masked_positions="BP")
 
@@ -243,10 +297,28 @@ class UniLM(CallsBackboneLayers, Task):
             message=f"left_to_right_log_probs: the text is longer than the position table ({table})",
         )]):
             length = tf.identity(length)
+        mask_ids = tf.fill(tf.shape(token_ids)[:1], tf.constant(mask_id, tf.int32))
+        logits = self._left_to_right_logits(token_ids, real, mask_ids, training=False)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        scores = tf.gather(log_probs, token_ids[..., None], batch_dims=2)[..., 0]
+        return tf.where(real, scores, 0.0)
+
+    def _left_to_right_logits(self, token_ids, padding_mask, mask_ids, training=None):
+        """float32 logits `(B, T, V)`: position `t` predicts `token_ids[:, t]` from `< t`.
+
+        The pseudo-masked pass of `left_to_right_log_probs`, also what
+        `fit` trains on a left-to-right LM batch (with dropout when
+        training). `mask_ids` `(B,)` is each row's `[MASK]` token.
+        """
+        token_ids = tf.cast(token_ids, tf.int32)
+        real = tf.cast(padding_mask, tf.bool)
+        length = tf.shape(token_ids)[1]
         positions = tf.broadcast_to(tf.range(length), tf.shape(token_ids))
-        inputs = tf.concat([token_ids, tf.fill(tf.shape(token_ids), int(mask_id))], axis=1)
+        masks = tf.broadcast_to(tf.cast(mask_ids, tf.int32)[:, None], tf.shape(token_ids))
         row = SEGMENT_ROWS[masks_lib.LEFT_TO_RIGHT][0]
-        x = self._embed_at(inputs, tf.concat([positions, positions], 1), row)
+        x = self._embed_at(tf.concat([token_ids, masks], 1), tf.concat([positions, positions], 1),
+                           row)
+        x = self.backbone.embeddings_dropout(x, training=training)
         i = tf.range(length)
         causal = i[None, :] <= i[:, None]  # (T, T) real query i sees real key j <= i
         before = i[None, :] < i[:, None]  # [MASK]_t sees real keys j < t
@@ -255,11 +327,8 @@ class UniLM(CallsBackboneLayers, Task):
         bottom = tf.concat([before, eye], 1)
         mask = tf.concat([top, bottom], 0)[None] & tf.tile(real, [1, 2])[:, None, :]
         for block in self.backbone.transformer_layers:
-            x = block(x, attention_mask=mask, training=False)
-        logits = self.masked_lm_head(x, masked_positions=length + positions)  # (B, T, V)
-        log_probs = tf.nn.log_softmax(logits, axis=-1)
-        scores = tf.gather(log_probs, token_ids[..., None], batch_dims=2)[..., 0]
-        return tf.where(real, scores, 0.0)
+            x = block(x, attention_mask=mask, training=training)
+        return self.masked_lm_head(x, masked_positions=length + positions)
 
     def _checked_ids(self, name, token_ids, **special_ids):
         """`token_ids` and the named special ids, checked against the vocabulary."""
@@ -566,7 +635,9 @@ class UniLM(CallsBackboneLayers, Task):
         default; sampling with `temperature`, `top_k`, `top_p` or `seed`,
         where the repetition penalty also counts the prompt's tokens. The
         cached steps equal re-running the whole sequence
-        (`use_cache=False`; `tests/models/test_sampling_models.py`).
+        (`use_cache=False`; `tests/models/test_sampling_models.py`). To
+        train this LM with every token a target, fit on
+        `tfnlp.data.left_to_right_lm_dataset` batches.
 
         On texts (a model with a `tokenizer`): `continue_prompt(["It was a
         dark", ...])` reads `[CLS]` and the prompt's last `source_length -
