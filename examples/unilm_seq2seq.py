@@ -50,6 +50,7 @@ def parse_args(argv):
                         help="left-to-right LM steps on the novels, every token a target")
     parser.add_argument("--lm-sequence-length", type=int, default=64)
     parser.add_argument("--lm-learning-rate", type=float, default=1e-3)
+    parser.add_argument("--lm-batch-size", type=int, default=32)
     parser.add_argument("--sequence-length", type=int, default=96, help="source + target")
     parser.add_argument("--source-length", type=int, default=48)
     parser.add_argument("--max-length", type=int, default=48, help="generated tokens")
@@ -179,11 +180,13 @@ def main(argv=None):
     if args.lm_steps:
         batches = data.left_to_right_lm_dataset(
             datasets.load_documents("en_novels", "train").repeat(), tokenizer,
-            args.lm_sequence_length, batch_size=32).map(models.unilm_batch)
+            args.lm_sequence_length, batch_size=args.lm_batch_size).map(models.unilm_batch)
         model.compile(optimizer=adamw(args.lm_learning_rate, args.lm_steps))
         model.fit(batches, steps_per_epoch=args.lm_steps, epochs=1, verbose=2, shuffle=False,
                   callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "left_to_right"))])
-    results = {"lm_steps": args.lm_steps}
+    results = {"options": {name: getattr(args, name) for name in (
+        "pretrained", "preset", "pretrain_steps", "lm_steps", "lm_sequence_length",
+        "lm_learning_rate", "lm_batch_size", "epochs", "learning_rate", "masking_rate")}}
     # The language model as pretrained, before the seq2seq fine-tuning
     # (not counted in train_seconds).
     evaluation_began = time.time()

@@ -536,6 +536,11 @@ CASES = [
              tf.constant([[2, 5, 6, 3]]), end_id=3, mask_id=40, max_length=3)),
     call(M.UniLM, ValueError, r"`token_ids` must be in \[0, 30\) .*got 45",
          lambda: _model("unilm").left_to_right_log_probs(tf.constant([[2, 45, 3]]), mask_id=4)),
+    call(M.UniLM, ValueError, r"`mask_id` must be in \[0, 30\) \(`vocabulary_size`\), got 30",
+         lambda: _model("unilm")({"token_ids": np.array([[2, 5, 3]]), "padding_mask": np.ones((1, 3)),
+                                  "mask_id": np.array([30])})),
+    call(M.UniLM, ValueError, r"left-to-right LM batch .* missing: \['padding_mask'\]",
+         lambda: _model("unilm")({"token_ids": np.array([[2, 5, 3]]), "mask_id": np.array([4])})),
     # TransformerClassifier
     init(M.TransformerClassifier, ValueError, r"`pooling` must be one of \('mean', 'first'\), got "
          r"'max'", V, 2, pooling="max"),

@@ -58,7 +58,7 @@ def test_unilm_seq2seq(tmp_path):
     assert set(samples) == {"temperature_0.7", "temperature_1.2"}
     assert all(len(lines) == 3 and all(" | " in line for line in lines)
                for lines in samples.values())
-    assert result["lm_steps"] == 3
+    assert result["options"]["lm_steps"] == 3 and result["options"]["lm_sequence_length"] == 24
     for phase in ("pretrain", "left_to_right", "finetune"):
         assert list((tmp_path / "logs" / phase).rglob("events.out.tfevents.*")), phase
     outputs = served(tmp_path, ["And God said, Let there be light: and there was light.", ""])

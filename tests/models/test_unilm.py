@@ -275,27 +275,51 @@ def test_left_to_right_scoring_checks_and_mixed_precision():
         model.left_to_right_log_probs(tf.ones((1, 41), tf.int32), mask_id=MASK)
 
 
-def test_a_left_to_right_batch_is_scored_as_left_to_right_log_probs():
-    """`model(x)` on a left-to-right LM batch is the pseudo-masked pass, dropout in training."""
+def test_a_left_to_right_batch_gives_one_masked_pass_per_position():
+    """`model(x)` on a left-to-right LM batch: the logits of each token's own masked pass."""
     model = unilm_model(dropout=0.3)
     tokens = tf.constant([[CLS, 10, 11, 12, SEP, 0], [CLS, 13, 14, 15, 16, SEP]])
-    x = {"token_ids": tokens, "padding_mask": tf.cast(tokens > 0, tf.int32),
-         "mask_id": tf.fill([2], MASK)}
+    padding = tf.cast(tokens > 0, tf.int32)
+    x = {"token_ids": tokens, "padding_mask": padding, "mask_id": tf.fill([2], MASK)}
     logits = model(x)
     assert logits.shape == (2, 6, 40) and logits.dtype == tf.float32
-    scores = tf.gather(tf.nn.log_softmax(logits), tokens[..., None], batch_dims=2)[..., 0]
-    expected = model.left_to_right_log_probs(tokens, x["padding_mask"], mask_id=MASK)
-    np.testing.assert_allclose(tf.where(tokens > 0, scores, 0.0), expected, atol=1e-6)
+    for row in range(2):
+        for t in range(int(tf.reduce_sum(padding[row]))):
+            masked = tokens[row].numpy().copy()
+            masked[t] = MASK
+            expected = model({
+                "token_ids": tf.constant([masked]), "segment_ids": tf.zeros((1, 6), tf.int32),
+                "padding_mask": padding[row:row + 1], "objective": tf.constant([masks.LEFT_TO_RIGHT]),
+                "masked_positions": tf.constant([[t]]),
+            })[0, 0]
+            np.testing.assert_allclose(logits[row, t], expected, atol=2e-5, err_msg=(row, t))
     assert not np.allclose(model(x, training=True), logits, atol=1e-3)  # dropout
+    symbolic = model({"token_ids": keras.Input((6,), dtype="int32"),
+                      "padding_mask": keras.Input((6,), dtype="int32"),
+                      "mask_id": keras.Input((), dtype="int32")})
+    assert tuple(symbolic.shape) == (None, 6, 40) and symbolic.dtype == "float32"
     for bad, error, message in [
         ({"mask_id": tf.fill([2], 40)}, ValueError, "mask_id"),
         ({"token_ids": tf.cast(tokens, tf.float32)}, TypeError, "token_ids"),
-        ({"segment_ids": tf.zeros_like(tokens)}, ValueError, "got also \\['segment_ids'\\]"),
+        ({"segment_ids": tf.zeros_like(tokens)}, ValueError, "unexpected: \\['segment_ids'\\]"),
+        ({"padding_mask": None}, ValueError, "missing: \\['padding_mask'\\]"),
         ({"token_ids": tf.ones((2, 41), tf.int32), "padding_mask": tf.ones((2, 41), tf.int32)},
          ValueError, "max_sequence_length"),
     ]:
+        inputs = {k: v for k, v in {**x, **bad}.items() if v is not None}
         with pytest.raises(error, match=message):
-            model({**x, **bad})
+            model(inputs)
+
+
+def test_left_to_right_lm_batches_train_under_mixed_precision():
+    model = unilm_model(dtype="mixed_bfloat16")
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    tokens = np.tile([[CLS, 10, 11, 12, 13, SEP, 0, 0]], (4, 1)).astype("int32")
+    batch = {"token_ids": tokens, "padding_mask": (tokens > 0).astype("int32"),
+             "mask_id": np.full([4], MASK, "int32")}
+    dataset = tf.data.Dataset.from_tensors(batch).map(models.unilm_batch).repeat(30)
+    losses = model.fit(dataset, epochs=1, verbose=0).history["loss"]
+    assert np.isfinite(losses).all() and model.evaluate(dataset.take(1), verbose=0)[0] < losses[0]
 
 
 def test_left_to_right_lm_training_learns_a_text_that_continue_prompt_reproduces():

@@ -160,16 +160,13 @@ def left_to_right_lm_dataset(
     >>> {k: v.shape.as_list() for k, v in batches.element_spec.items()}
     {'token_ids': [8, 64], 'padding_mask': [8, 64], 'mask_id': [8]}
     """
-    sequence_length = _validation.positive_int("sequence_length", sequence_length)
-    if sequence_length < 3:
-        raise ValueError(
-            f"`sequence_length` must be at least 3 ([CLS], a token, [SEP]), got {sequence_length}."
-        )
+    # The packer checks `sequence_length` (at least 3: [CLS], a token, [SEP]).
+    packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    sequence_length = packer.sequence_length
     batch_size = _validation.positive_int("batch_size", batch_size)
     segments = _full_sentence_segments(
         documents, tokenizer, sequence_length - 2, seed=seed, shuffle_buffer=shuffle_buffer
     )
-    packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     mask_id = tf.constant(tokenizer.mask_id, tf.int32)
 
     @tf.autograph.experimental.do_not_convert

@@ -1,5 +1,6 @@
 """Argument checks shared by tfnlp layers and models: fail early, name the argument."""
 
+import contextlib
 import numbers
 
 import keras
@@ -304,6 +305,22 @@ def has_positions(inputs, reasons):
             if shape is not None and shape.rank is not None and shape.rank >= 2 and shape[1] == 0:
                 raise ValueError(f"`{name}` has no positions (shape {tuple(shape)}); {why}")
     return inputs
+
+
+@contextlib.contextmanager
+def errors_without_input_dump():
+    """Lets the `TypeError`s and `ValueError`s raised inside reach the user as they are.
+
+    Ours name the input, its shape and the limit. Keras (3.x,
+    `traceback_utils.inject_argument_info_in_traceback`) would append every
+    argument's whole value to an error raised in a model's `call`; it
+    leaves errors so marked as they are.
+    """
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        error._keras_call_info_injected = True
+        raise
 
 
 def model_inputs(inputs, specs, limits=None, check_ranges=True, **known):

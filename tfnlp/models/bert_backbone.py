@@ -181,19 +181,13 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         specs = {**self._input_specs(), **{
             name: (pattern, None, None) for name, pattern in position_inputs.items()
         }}
-        try:
+        with _validation.errors_without_input_dump():
             inputs = _validation.model_inputs(
                 inputs, specs, limits={"T": (self.max_sequence_length, "max_sequence_length")},
             )
             inputs = _validation.has_positions(inputs, {
                 "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
             })
-        except (TypeError, ValueError) as error:
-            # These name the input, its shape and the limit. Keras (3.x,
-            # `traceback_utils.inject_argument_info_in_traceback`) would append
-            # every argument's whole value; it leaves errors so marked as they are.
-            error._keras_call_info_injected = True
-            raise
         if not isinstance(inputs, dict) or _validation.in_symbolic_scope():
             return inputs  # Keras names what is wrong / its shape-only pass
         token_ids = inputs.get("token_ids")

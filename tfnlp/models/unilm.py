@@ -187,8 +187,9 @@ class UniLM(CallsBackboneLayers, Task):
         return [self.masked_lm_head]
 
     def _assert_input_compatibility(self, arg_0):
-        # Keras checks every call against the Functional inputs; a
-        # left-to-right LM batch has inputs of its own, checked in `call`.
+        # Keras (3.15: `Layer.__call__`) checks every call against the
+        # Functional inputs; a left-to-right LM batch has inputs of its own,
+        # checked in `call` and `compute_output_spec`.
         if not _is_left_to_right_batch(arg_0):
             super()._assert_input_compatibility(arg_0)
 
@@ -200,24 +201,30 @@ class UniLM(CallsBackboneLayers, Task):
             )
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
+    def compute_output_spec(self, inputs, training=None, mask=None):
+        if _is_left_to_right_batch(inputs):  # symbolic calls, which skip `call`
+            inputs = self._checked_left_to_right_inputs(inputs)
+            shape = (*inputs["token_ids"].shape, self.backbone.vocabulary_size)
+            return keras.KerasTensor(shape, "float32")
+        return super().compute_output_spec(inputs, training=training, mask=mask)
+
     def _checked_left_to_right_inputs(self, inputs):
-        unknown = sorted(set(inputs) - set(LEFT_TO_RIGHT_INPUTS))
-        if unknown:
-            raise ValueError(
-                f"A left-to-right LM batch holds {LEFT_TO_RIGHT_INPUTS} "
-                f"(`tfnlp.data.left_to_right_lm_dataset`), got also {unknown}."
-            )
-        size = (self.backbone.vocabulary_size, "`vocabulary_size`")
-        try:
+        with _validation.errors_without_input_dump():
+            keys = set(inputs)
+            if keys != set(LEFT_TO_RIGHT_INPUTS):
+                raise ValueError(
+                    f"A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`) holds "
+                    f"{', '.join(LEFT_TO_RIGHT_INPUTS)}; missing: "
+                    f"{sorted(set(LEFT_TO_RIGHT_INPUTS) - keys) or 'none'}, "
+                    f"unexpected: {sorted(keys - set(LEFT_TO_RIGHT_INPUTS)) or 'none'}."
+                )
+            size = (self.backbone.vocabulary_size, "`vocabulary_size`")
             return _validation.model_inputs(
                 inputs,
                 {"token_ids": ("BT", *size), "padding_mask": ("BT", None, None),
                  "mask_id": ("B", *size)},
                 limits={"T": (self.backbone.max_sequence_length, "max_sequence_length")},
             )
-        except (TypeError, ValueError) as error:
-            error._keras_call_info_injected = True  # no dump of the inputs (BertBackbone)
-            raise
 
     def _checked_inputs(self, inputs):
         return self.backbone._checked_inputs(inputs, masked_positions="BP")
