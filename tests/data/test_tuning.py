@@ -47,6 +47,8 @@ def builders(tokenizer, tmp_path_factory):
             shuffle_buffer=50),
         "unilm_finetuning_dataset": lambda: data.unilm_finetuning_dataset(
             pairs, tokenizer, 32, batch_size=4, seed=4),
+        "left_to_right_lm_dataset": lambda: data.left_to_right_lm_dataset(
+            documents, tokenizer, 32, batch_size=4, seed=6, shuffle_buffer=50),
         "elmo_dataset": lambda: data.elmo_dataset(
             documents, words, sequence_length=12, max_characters=10, batch_size=4, shuffle_buffer=30,
             seed=5),
@@ -56,7 +58,8 @@ def builders(tokenizer, tmp_path_factory):
 
 NAMES = ["next_sentence_pairs", "bert_pretraining_dataset", "classification_dataset",
          "classification_dataset, bucketed", "unilm_seq2seq_dataset", "encoder_decoder_dataset",
-         "unilm_pretraining_dataset", "unilm_finetuning_dataset", "elmo_dataset", "read_tfrecords"]
+         "unilm_pretraining_dataset", "unilm_finetuning_dataset", "left_to_right_lm_dataset",
+         "elmo_dataset", "read_tfrecords"]
 # Public functions of tfnlp.data that return no pipeline (or, static_tuning, take one).
 NOT_PIPELINES = {"build_word_vocabulary", "character_ids", "count_words", "learn_wordpiece_vocabulary",
                  "unknown_rate",
@@ -72,7 +75,8 @@ def test_pipelines_turn_autotuning_off(name, builders):
 
 
 @pytest.mark.parametrize("name", ["bert_pretraining_dataset", "classification_dataset, bucketed",
-                                  "unilm_finetuning_dataset", "elmo_dataset"])
+                                  "unilm_finetuning_dataset", "left_to_right_lm_dataset",
+                                  "elmo_dataset"])
 def test_turning_autotuning_back_on_changes_no_element(name, builders):
     autotuned = builders[name]().with_options(AUTOTUNED)  # what the docs tell users to do
     assert autotuned.options().autotune.enabled is True
