@@ -76,6 +76,13 @@ def adamw(learning_rate, steps):
         training.LinearWarmupLinearDecay(learning_rate, max(steps // 10, 1), steps + 1))
 
 
+def fit_phase(model, batches, learning_rate, steps, logs, name):
+    """`steps` steps of `batches` under a fresh AdamW schedule, logged under `logs/name`."""
+    model.compile(optimizer=adamw(learning_rate, steps))
+    model.fit(batches, steps_per_epoch=steps, epochs=1, verbose=2, shuffle=False,
+              callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, name))])
+
+
 def start(args):
     """The tokenizer and a UniLM backbone, from the pretrained BERT or from scratch."""
     if args.pretrained:
@@ -174,22 +181,18 @@ def main(argv=None):
         batches = data.unilm_pretraining_dataset(
             datasets.load_documents("en_novels", "train").repeat(), tokenizer, 128,
             batch_size=args.batch_size).map(models.unilm_batch)
-        model.compile(optimizer=adamw(args.learning_rate, args.pretrain_steps))
-        model.fit(batches, steps_per_epoch=args.pretrain_steps, epochs=1, verbose=2, shuffle=False,
-                  callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "pretrain"))])
+        fit_phase(model, batches, args.learning_rate, args.pretrain_steps, logs, "pretrain")
     if args.lm_steps:
         batches = data.left_to_right_lm_dataset(
             datasets.load_documents("en_novels", "train").repeat(), tokenizer,
             args.lm_sequence_length, batch_size=args.lm_batch_size).map(models.unilm_batch)
-        model.compile(optimizer=adamw(args.lm_learning_rate, args.lm_steps))
-        model.fit(batches, steps_per_epoch=args.lm_steps, epochs=1, verbose=2, shuffle=False,
-                  callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "left_to_right"))])
+        fit_phase(model, batches, args.lm_learning_rate, args.lm_steps, logs, "left_to_right")
+    pretrain_seconds = time.time() - started
     results = {"options": {name: getattr(args, name) for name in (
         "pretrained", "preset", "pretrain_steps", "lm_steps", "lm_sequence_length",
         "lm_learning_rate", "lm_batch_size", "epochs", "learning_rate", "masking_rate")}}
     # The language model as pretrained, before the seq2seq fine-tuning
     # (not counted in train_seconds).
-    evaluation_began = time.time()
     model_ppl, unigram_ppl = perplexities(model, tokenizer, args)
     results["left_to_right_perplexity"] = round(model_ppl, 1)
     results["unigram_perplexity"] = round(unigram_ppl, 1)
@@ -198,8 +201,8 @@ def main(argv=None):
         for name, lines in results["continuations"].items():
             print(f"\n{name} (top-p 0.95, seed 0; prompt | continuation):")
             print("\n".join(lines))
-    started += time.time() - evaluation_began
 
+    finetune_began = time.time()
     pairs = datasets.read_text_pairs("bible_archaic_modern", "train")[: args.max_train_pairs]
     train = data.unilm_finetuning_dataset(
         tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs, strict=True)))),
@@ -209,7 +212,7 @@ def main(argv=None):
     model.compile(optimizer=adamw(args.learning_rate, args.epochs * (len(pairs) // args.batch_size)))
     model.fit(train, epochs=args.epochs, verbose=2, shuffle=False,
               callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "finetune"))])
-    train_seconds = time.time() - started
+    train_seconds = pretrain_seconds + time.time() - finetune_began
 
     test = datasets.read_text_pairs("bible_archaic_modern", "test")[: args.eval_pairs]
     sources, references = [s for s, _ in test], [t for _, t in test]
