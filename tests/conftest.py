@@ -53,16 +53,42 @@ def _seed_and_policy():
     keras.config.set_dtype_policy(policy)
 
 
+def _sources_digest(*folders):
+    """A digest of every file under `folders` (relative to the tfnlp package)."""
+    import hashlib
+    import pathlib
+
+    root = pathlib.Path(tfnlp.__file__).parent
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="session")
-def corpus_vocabulary():
-    """A WordPiece vocabulary learned from the bundled training texts (mixed scripts)."""
+def corpus_vocabulary(request):
+    """A WordPiece vocabulary learned from the bundled training texts (mixed scripts).
+
+    Learned once for the three pytest sessions of `make test` and their
+    workers (about 8 s each time otherwise), through pytest's cache, keyed by
+    the code and corpora it depends on: a change to either learns it again.
+    The learner itself is tested in tests/data/test_wordpiece_learner.py.
+    """
     from tfnlp import data, datasets
 
+    key = f"tfnlp/corpus_vocabulary/{_sources_digest('data', 'datasets')}"
+    cached = request.config.cache.get(key, None)
+    if cached is not None:
+        return cached
     texts = [s for d in datasets.read_documents("en_novels", "train")[:120] for s in d]
     texts += [s for d in datasets.read_documents("zh_poems", "train")[:800] for s in d]
     texts += [t for t, _ in datasets.read_fine_food_reviews("train")[:500]]
     texts += [t for _, t in datasets.read_text_pairs("bible_en_es", "train")[:2000]]
-    return data.learn_wordpiece_vocabulary(texts, 4000, progress=False)
+    vocabulary = data.learn_wordpiece_vocabulary(texts, 4000, progress=False)
+    request.config.cache.set(key, vocabulary)
+    return vocabulary
 
 
 @pytest.fixture(scope="session")
