@@ -15,13 +15,16 @@ from tests.export.serving.harness import CppServer
 
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory):
+    """1,600 steps without dropout: held-out next-sentence accuracy 61.6% against the
+    majority's 56.0%, masked LM 14.9% against 5.5% (2,400 steps with dropout gave
+    62.3%; at 3e-3 or 4e-3 instead of 2e-3 the run stays at the majority class)."""
     output = tmp_path_factory.mktemp("bert_pretrain")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = pretrain_bert.main([
             "--preset", "bert_tiny", "--vocabulary-size", "2000", "--sequence-length", "64",
-            "--max-predictions", "10", "--steps", "2400", "--steps-per-epoch", "400",
-            "--learning-rate", "2e-3", "--max-documents", "150", "--eval-batches", "40",
+            "--max-predictions", "10", "--steps", "1600", "--steps-per-epoch", "400",
+            "--learning-rate", "2e-3", "--dropout", "0", "--max-documents", "150", "--eval-batches", "40",
             "--cache-batches", "400", "--shuffle-buffer", "1000", "--output", str(output),
         ])
     return output, result, [str(w.message) for w in caught]
