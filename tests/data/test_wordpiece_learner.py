@@ -128,3 +128,17 @@ def test_no_limits_and_any_iterable_of_pairs():
     learned = _wordpiece_learner.learn(iter(counts.items()), 30, [], lower_thresh=1,
                                        max_input_tokens=None, max_unique_chars=None)
     assert learned == expected
+
+
+def test_a_vocabulary_of_characters_split_alone_ends():
+    """Every character split off alone and only characters above the threshold: no token is as
+    long as the joiner, and the earlier greedy split looped forever on a two-character word."""
+    import threading
+
+    result = []
+    worker = threading.Thread(target=lambda: result.append(_wordpiece_learner.learn(
+        {"ab": 5, "cd": 3}, 4, [], upper_thresh=100, lower_thresh=100, split_alone=lambda c: True)),
+        daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert result == [["a", "b", "c", "d"]]

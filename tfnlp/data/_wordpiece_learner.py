@@ -121,25 +121,27 @@ class _Search:
         tensorflow-text's `get_split_indices`.
         """
         joiner = self.joiner
-        # No piece is longer than the longest token: shorter ends only.
+        # A piece after the first is looked up without its joiner, among the
+        # tokens spelled joiner + piece, so that no string is built per try.
+        suffixes = {t[len(joiner):] for t in tokens if t.startswith(joiner)} if joiner else tokens
+        # No piece is longer than the longest token it could be: shorter ends only.
         longest = max(map(len, tokens), default=0)
-        longest_suffix = longest - len(joiner)
+        longest_suffix = max(map(len, suffixes), default=0)
         for word, count in self.words:
             starts, start, length = [], 0, len(word)
+            pieces, bound = tokens, longest
             while start < length:
-                if start:
-                    prefix, end = joiner, start + longest_suffix
-                else:
-                    prefix, end = "", longest
+                end = start + bound
                 if end > length:
                     end = length
-                while end > start and prefix + word[start:end] not in tokens:
+                while end > start and word[start:end] not in pieces:
                     end -= 1
                 if end == start:
                     starts = None
                     break
                 starts.append(start)
                 start = end
+                pieces, bound = suffixes, longest_suffix
             if starts:
                 yield word, count, starts
 
