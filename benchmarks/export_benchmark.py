@@ -47,7 +47,7 @@ SETTINGS = ("shipped", "traced_twice")
 TEXTS = ["Great coffee, would buy again!", "", "émigré café 中文"]
 
 
-def _traced_outside_a_save_context(functions):
+def _traced_outside_a_save_context(functions, options):
     """The earlier `captured_variables`: a trace that `tf.saved_model.save` cannot reuse."""
     seen, variables = set(), []
     for function in functions:

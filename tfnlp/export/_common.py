@@ -133,14 +133,17 @@ def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATC
     warmup_batch_sizes = warmup_batch_sizes_checked(warmup_batch_sizes)
     path = os.path.join(export_dir, str(version))
     root = tf.Module(name=module.name)
-    root.variables_read = captured_variables(signatures.values())
+    # One SaveOptions for the variables' trace and the save: their variable
+    # policy is part of tf.function's cache key, so saving reuses the trace.
+    options = tf.saved_model.SaveOptions()
+    root.variables_read = captured_variables(signatures.values(), options)
     # TF Serving polls `export_dir`: it must never see a version without its
     # variables or its warm-up file.
     tag = uuid.uuid4().hex[:8]
     staging = os.path.join(export_dir, f".{version}.partial-{tag}")
     replaced = os.path.join(export_dir, f".{version}.replaced-{tag}")
     try:
-        tf.saved_model.save(root, staging, signatures=signatures)
+        tf.saved_model.save(root, staging, signatures=signatures, options=options)
         if warmup_batch_sizes:
             write_warmup_requests(staging, signatures, warmup_batch_sizes,
                                   model_name=os.path.basename(os.path.normpath(export_dir)))
@@ -159,16 +162,20 @@ def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATC
     return path
 
 
-def captured_variables(functions):
+def captured_variables(functions, options):
     """The `tf.Variable`s that the traced `functions` read, each once.
 
-    Traced as `tf.saved_model.save` traces them: in a save context, whose
-    variable policy is part of tf.function's cache key. Traced outside one,
-    saving traced every signature a second time, about 40% of an export's
-    time (`benchmarks/README.md`, "Export time").
+    Traced as `tf.saved_model.save(..., options=options)` traces them, in a
+    save context, so that saving reuses these traces: traced outside one,
+    every signature was traced a second time by the save (measured by
+    `benchmarks/export_benchmark.py`).
+
+    Args:
+        functions: the signatures' `tf.function`s.
+        options: the `tf.saved_model.SaveOptions` the save will use.
     """
     seen, variables = set(), []
-    with save_context.save_context(tf.saved_model.SaveOptions()):
+    with save_context.save_context(options):
         concrete = [function.get_concrete_function() for function in functions]
     for function in concrete:
         for variable in function.variables:
