@@ -29,10 +29,11 @@ def test_ties_shorten_the_second_segment_as_bert_does():
     np.testing.assert_array_equal(packed["token_ids"], [[2, 10, 11, 3, 20, 3]])
 
 
-def test_long_segments_are_cut_first_without_changing_the_result():
-    """BERT's shrink-the-longest rule (written out here) on lengths up to 30x the budget."""
-    packer = data.SegmentPacker(sequence_length=11, start_id=2, end_id=3)
-    budget = 11 - 3
+@pytest.mark.parametrize("sequence_length", [10, 11])
+def test_long_segments_are_cut_first_without_changing_the_result(sequence_length):
+    """BERT's shrink-the-longest rule (written out here) on lengths up to 30x the budget, odd and even."""
+    packer = data.SegmentPacker(sequence_length=sequence_length, start_id=2, end_id=3)
+    budget = sequence_length - 3
     lengths = [(a, b) for a in (0, 1, 3, 4, 5, 8, 9, 40, 300) for b in (0, 2, 4, 7, 9, 250)]
     a = tf.ragged.constant([list(range(100, 100 + n)) for n, _ in lengths], tf.int32)
     b = tf.ragged.constant([list(range(1000, 1000 + n)) for _, n in lengths], tf.int32)
@@ -44,7 +45,22 @@ def test_long_segments_are_cut_first_without_changing_the_result():
             else:
                 lb -= 1
         expected = [2, *range(100, 100 + la), 3, *range(1000, 1000 + lb), 3]
-        np.testing.assert_array_equal(row, expected + [0] * (11 - len(expected)))
+        np.testing.assert_array_equal(row, expected + [0] * (sequence_length - len(expected)))
+
+
+@pytest.mark.parametrize("splits", [(tf.int32, tf.int32), (tf.int32, tf.int64), (tf.int64, tf.int32)])
+def test_ragged_inputs_with_int32_row_splits_pack_as_int64_ones(splits):
+    packer = data.SegmentPacker(sequence_length=8, start_id=2, end_id=3)
+    a = [[10, 11, 12, 13, 14], [15]]
+    b = [[20, 21, 22], [23, 24, 25, 26, 27, 28]]
+    inputs = [tf.ragged.constant(x, tf.int32, row_splits_dtype=d) for x, d in zip((a, b), splits, strict=True)]
+    expected = packer([tf.ragged.constant(a, tf.int32), tf.ragged.constant(b, tf.int32)])
+    packed = packer(inputs)
+    for key in expected:
+        np.testing.assert_array_equal(packed[key], expected[key])
+    rows = [[2, 10, 11, 12, 3, 20, 21, 3], [2, 15, 3, 23, 24, 25, 26, 3]]
+    np.testing.assert_array_equal(packed["token_ids"], rows)
+    assert tf.function(packer.combine)(inputs)[0].to_list() == rows
 
 
 def test_single_segment_and_empty_segment():

@@ -8,6 +8,26 @@ from tfnlp.data._preprocessing_layer import PreprocessingLayer
 from tfnlp.layers import _validation
 
 
+def _longest_first(a, b, budget):
+    """`a` and `b` cut longest-first to at most `budget` tokens together, B losing ties.
+
+    The closed form of BERT's `truncate_seq_pair` loop (remove a token from
+    the longer segment, from B on a tie, until both fit): B keeps
+    `min(len(B), max(budget // 2, budget - len(A)))` tokens and A the rest
+    of the budget, at most its own length.
+    """
+    length_a, length_b = a.row_lengths(), b.row_lengths()
+    keep_b = tf.minimum(length_b, tf.maximum(tf.constant(budget // 2, length_b.dtype), budget - length_a))
+    keep_a = tf.minimum(length_a, budget - keep_b)
+    return [_first(a, keep_a), _first(b, keep_b)]
+
+
+def _first(ragged, counts):
+    """The first `counts[i]` values of each row `i` of a 2-D ragged tensor."""
+    positions = tf.ragged.range(counts, dtype=counts.dtype)
+    return tf.gather(ragged, positions, batch_dims=1)
+
+
 @keras.saving.register_keras_serializable(package="tfnlp")
 class SegmentPacker(PreprocessingLayer):
     """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated and padded.
@@ -83,11 +103,13 @@ class SegmentPacker(PreprocessingLayer):
             s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
             for s in segments
         ]
-        segments = [tf.cast(s, tf.int32) for s in segments]
+        # One row-splits dtype for the cut and `combine_segments` (a ragged
+        # tensor may come with int32 row splits).
+        segments = [tf.cast(s, tf.int32).with_row_splits_dtype(tf.int64) for s in segments]
         if len(segments) == 2 and not tf.executing_eagerly():
             # Static batch sizes were compared above; unknown ones (a
             # SavedModel signature, a tf.data map) are compared when run,
-            # before the trimmer fails on them with a shape error of its own.
+            # before the cut fails on them with a shape error of its own.
             check = tf.debugging.assert_equal(
                 segments[0].nrows(), segments[1].nrows(),
                 message="`inputs[0]` and `inputs[1]` must hold the same number of rows",
@@ -95,17 +117,11 @@ class SegmentPacker(PreprocessingLayer):
             with tf.control_dependencies([check]):
                 segments = [tf.identity(s) for s in segments]
         budget = self.sequence_length - 1 - len(segments)
-        # No segment keeps more than `budget` tokens: cut there first, which
-        # changes nothing below but keeps the trimmer's work (a loop over the
-        # tokens it removes) bounded however long the texts are.
-        segments = [s[:, :budget] for s in segments]
         if len(segments) == 1:
-            # ShrinkLongestTrimmer fails to trace one segment of unknown batch
-            # size (tensorflow-text 2.21); for one segment it is just a cut.
-            trimmed = segments
+            trimmed = [segments[0][:, :budget]]
         else:
-            # On a tie the trimmer shortens its first segment; BERT shortens B.
-            trimmed = tf_text.ShrinkLongestTrimmer(budget, axis=-1).trim(segments[::-1])[::-1]
+            # Gathers only the tokens kept: bounded work however long the texts are.
+            trimmed = _longest_first(segments[0], segments[1], budget)
         token_ids, segment_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self.start_id, end_of_segment_id=self.end_id
         )
