@@ -39,9 +39,12 @@ def runs(tmp_path_factory):
     _run("elmo_classifier.py", "--bilm", str(root / "bilm" / "bilm.keras"),
          "--max-train-examples", "200", "--max-tokens", "48", "--epochs", "2",
          "--logs", str(root / "classifier"), "--export", str(root / "classifier_saved_model"))
+    _run("elmo_bilstm.py", "--bilm", str(root / "bilm" / "bilm.keras"), "--max-train-examples", "120",
+         "--max-tokens", "32", "--units", "8", "--embedding-dim", "16", "--epochs", "2",
+         "--seeds", "2", "--logs", str(root / "bilstm"))
     return root, {
         name: json.loads((root / name / "results.json").read_text())
-        for name in ("pretrain", "classifier")
+        for name in ("pretrain", "classifier", "bilstm")
     }
 
 
@@ -67,6 +70,26 @@ def test_classifier_compares_elmo_with_layer_0_and_the_majority_class(runs):
     assert len(result["elmo"]["layer_weights"]) == 3 and len(result["layer_0_only"]["layer_weights"]) == 1
     assert sum(result["elmo"]["layer_weights"]) == pytest.approx(1.0, abs=1e-3)
     # Pooling the mix == mixing the pooled layers: the end-to-end model agrees.
+    assert result["end_to_end_max_difference"] < 1e-4
+
+
+def test_bilstm_is_trained_with_and_without_elmo_over_each_seed(runs):
+    _, results = runs
+    result = results["bilstm"]
+    for arm in ("bilstm", "bilstm_elmo"):
+        assert [run["seed"] for run in result[arm]["runs"]] == [0, 1]
+        accuracies = [run["accuracy"] for run in result[arm]["runs"]]
+        assert result[arm]["accuracy_mean"] == pytest.approx(np.mean(accuracies), abs=1e-4)
+        assert result[arm]["accuracy_sd"] == pytest.approx(np.std(accuracies, ddof=1), abs=1e-4)
+        assert all(1 <= run["epochs"] <= 2 for run in result[arm]["runs"])
+    assert result["elmo_minus_without"] == pytest.approx(
+        result["bilstm_elmo"]["accuracy_mean"] - result["bilstm"]["accuracy_mean"], abs=1e-4)
+    assert all(sum(run["layer_weights"]) == pytest.approx(1.0, abs=1e-3)
+               for run in result["bilstm_elmo"]["runs"])
+    assert "layer_weights" not in result["bilstm"]["runs"][0]
+    assert result["majority_class"]["accuracy"] == pytest.approx(0.658)
+    assert result["train_examples"] == 120 and result["word_vocabulary_size"] > 3
+    # The stored frozen-biLM layers give what ELMoEmbedder gives end to end.
     assert result["end_to_end_max_difference"] < 1e-4
 
 
