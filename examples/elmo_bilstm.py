@@ -13,13 +13,16 @@ the same seed, on the same tokens:
   paper) concatenated to each word embedding.
 
 The biLM is the one written by `examples/pretrain_elmo.py`. Frozen, it runs
-once per review: its `2L + 1` layers are stored (float16) and the task model
-learns the mix on them; the script checks that the end-to-end model
-(character ids -> `ELMoEmbedder` -> the same task layers) gives the same
-probabilities. Each arm trains with early stopping on the validation split
-and restores its best epoch; `--seeds N` repeats both arms over N seeds and
-reports each test accuracy and macro-F1, their mean and sd, to
-`results.json` in `--logs`.
+once per review: its `2L + 1` layers are stored and the task model learns
+the mix on them; the script checks that the end-to-end model (character ids
+-> `ELMoEmbedder` -> the same task layers) gives the same probabilities.
+Each arm trains with early stopping on the validation split and restores
+its best epoch; `--seeds N` repeats both arms over N seeds (the same
+initial word embeddings per seed; dropout and batch order may differ, as
+the arms draw different numbers of random values). Reports each test
+accuracy and macro-F1, their mean and sd, and a paired bootstrap over the
+test reviews of the difference in mean accuracy (the test set's sampling
+noise, which the seeds do not show), to `results.json` in `--logs`.
 
     python examples/elmo_bilstm.py --bilm saved_models/elmo/bilm.keras \
         --logs runs/elmo_bilstm --seeds 3
@@ -68,11 +71,11 @@ def word_ids(token_lists, vocabulary, max_tokens):
 
 
 def elmo_layers(bilm, token_lists, max_tokens, batch_size):
-    """The frozen biLM's layers for each text: float16 `(N, 2L + 1, max_tokens, 2P)`."""
+    """The frozen biLM's layers for each text: float32 `(N, 2L + 1, max_tokens, 2P)`."""
 
     @tf.function(input_signature=[tf.TensorSpec([None, max_tokens, bilm.max_characters], tf.int32)])
     def run(ids):
-        return tf.cast(bilm(ids, training=False)["layers"], tf.float16)
+        return tf.cast(bilm(ids, training=False)["layers"], tf.float32)
 
     out = []
     for start in range(0, len(token_lists), batch_size):
@@ -80,6 +83,24 @@ def elmo_layers(bilm, token_lists, max_tokens, batch_size):
         words = tf.ragged.constant(rows, dtype=tf.string).to_tensor("", shape=[len(rows), max_tokens])
         out.append(run(data.character_ids(words, bilm.max_characters)).numpy())
     return np.concatenate(out)
+
+
+def paired_bootstrap(differences, seed=0, rounds=10_000):
+    """Resamples the test reviews: the 95% interval of the mean accuracy
+    difference, and the share of resamples where it is not above zero.
+
+    `differences[i]`: for test review `i`, the with-ELMo arm's share of
+    seeds right minus the other's.
+    """
+    rng = np.random.default_rng(seed)
+    means = np.array([differences[rng.integers(0, len(differences), len(differences))].mean()
+                      for _ in range(rounds)])
+    return {
+        "difference": round(float(differences.mean()), 4),
+        "interval_95": [round(float(q), 4) for q in np.percentile(means, [2.5, 97.5])],
+        "share_not_above_zero": round(float(np.mean(means <= 0)), 4),
+        "rounds": rounds,
+    }
 
 
 class TaskLayers:
@@ -114,9 +135,9 @@ def task_model(vocabulary_size, max_tokens, elmo_shape, args):
         model = keras.Model(ids, task(ids))
         mix = None
     else:
-        stored = keras.Input(elmo_shape, dtype="float16", name="elmo_layers")
+        stored = keras.Input(elmo_shape, name="elmo_layers")
         mix = layers.ScalarMix(name="scalar_mix")
-        model = keras.Model([ids, stored], task(ids, mix(keras.ops.cast(stored, "float32"))))
+        model = keras.Model([ids, stored], task(ids, mix(stored)))
     model.compile(keras.optimizers.Adam(args.learning_rate), "sparse_categorical_crossentropy",
                   metrics=["accuracy"])
     return model, task, mix
@@ -163,6 +184,7 @@ def main(argv=None):
 
     arms = {"bilstm": False, "bilstm_elmo": True}
     runs = {name: [] for name in arms}
+    correct = {name: [] for name in arms}  # per seed, per test review
     kept = None
     for seed in range(args.seeds):
         for name, with_elmo in arms.items():
@@ -173,19 +195,20 @@ def main(argv=None):
             def inputs(split, with_elmo=with_elmo):
                 return [ids[split], stored[split]] if with_elmo else ids[split]
 
+            stopping = keras.callbacks.EarlyStopping("val_loss", patience=args.patience,
+                                                     restore_best_weights=True)
             history = model.fit(
                 inputs("train"), labels["train"], batch_size=args.batch_size,
                 validation_data=(inputs("validation"), labels["validation"]),
                 epochs=args.epochs, verbose=0,
-                callbacks=[
-                    keras.callbacks.EarlyStopping("val_loss", patience=args.patience,
-                                                  restore_best_weights=True),
-                    keras.callbacks.TensorBoard(os.path.join(args.logs, f"{name}_seed{seed}")),
-                ],
+                callbacks=[stopping,
+                           keras.callbacks.TensorBoard(os.path.join(args.logs, f"{name}_seed{seed}"))],
             )
             predictions = model.predict(inputs("test"), batch_size=128, verbose=0).argmax(-1)
+            correct[name].append(predictions == labels["test"])
+            val_losses = history.history["val_loss"]
             run = {"seed": seed, **scores(labels["test"], predictions),
-                   "epochs": len(history.history["loss"])}
+                   "epochs": len(val_losses), "best_epoch": int(np.argmin(val_losses)) + 1}
             if mix is not None:
                 run["layer_weights"] = [round(float(w), 4) for w in mix.mixing_weights().numpy()]
                 run["scale"] = round(float(mix.scale.numpy()), 4)
@@ -205,6 +228,9 @@ def main(argv=None):
         result[name] = summary
     result["elmo_minus_without"] = round(
         result["bilstm_elmo"]["accuracy_mean"] - result["bilstm"]["accuracy_mean"], 4
+    )
+    result["paired_bootstrap"] = paired_bootstrap(
+        np.mean(correct["bilstm_elmo"], axis=0) - np.mean(correct["bilstm"], axis=0)
     )
     majority = int(np.mean(labels["train"]) >= 0.5)
     result["majority_class"] = scores(labels["test"], np.full_like(labels["test"], majority))

@@ -29,12 +29,14 @@ def test_ties_shorten_the_second_segment_as_bert_does():
     np.testing.assert_array_equal(packed["token_ids"], [[2, 10, 11, 3, 20, 3]])
 
 
-@pytest.mark.parametrize("sequence_length", [10, 11])
-def test_long_segments_are_cut_first_without_changing_the_result(sequence_length):
-    """BERT's shrink-the-longest rule (written out here) on lengths up to 30x the budget, odd and even."""
+@pytest.mark.parametrize("sequence_length", [5, 6, 10, 11])
+def test_pairs_are_cut_as_berts_truncate_seq_pair_cuts_them(sequence_length):
+    """BERT's shrink-the-longest rule (written out here): every pair of lengths up to
+    12, and lengths up to 60x the budget; odd and even budgets down to the smallest."""
     packer = data.SegmentPacker(sequence_length=sequence_length, start_id=2, end_id=3)
     budget = sequence_length - 3
-    lengths = [(a, b) for a in (0, 1, 3, 4, 5, 8, 9, 40, 300) for b in (0, 2, 4, 7, 9, 250)]
+    lengths = [(a, b) for a in range(13) for b in range(13)]
+    lengths += [(a, b) for a in (0, 1, 3, 4, 5, 8, 9, 40, 300) for b in (0, 2, 4, 7, 9, 250)]
     a = tf.ragged.constant([list(range(100, 100 + n)) for n, _ in lengths], tf.int32)
     b = tf.ragged.constant([list(range(1000, 1000 + n)) for _, n in lengths], tf.int32)
     token_ids = packer((a, b))["token_ids"].numpy()
@@ -61,6 +63,8 @@ def test_ragged_inputs_with_int32_row_splits_pack_as_int64_ones(splits):
     rows = [[2, 10, 11, 12, 3, 20, 21, 3], [2, 15, 3, 23, 24, 25, 26, 3]]
     np.testing.assert_array_equal(packed["token_ids"], rows)
     assert tf.function(packer.combine)(inputs)[0].to_list() == rows
+    single = packer(tf.ragged.constant(a, tf.int32, row_splits_dtype=tf.int32))["token_ids"]
+    np.testing.assert_array_equal(single, [[2, 10, 11, 12, 13, 14, 3, 0], [2, 15, 3, 0, 0, 0, 0, 0]])
 
 
 def test_single_segment_and_empty_segment():

@@ -108,8 +108,8 @@ class SegmentPacker(PreprocessingLayer):
         segments = [tf.cast(s, tf.int32).with_row_splits_dtype(tf.int64) for s in segments]
         if len(segments) == 2 and not tf.executing_eagerly():
             # Static batch sizes were compared above; unknown ones (a
-            # SavedModel signature, a tf.data map) are compared when run,
-            # before the cut fails on them with a shape error of its own.
+            # SavedModel signature, a tf.data map) are compared when run:
+            # the cut would broadcast a batch of one against the other.
             check = tf.debugging.assert_equal(
                 segments[0].nrows(), segments[1].nrows(),
                 message="`inputs[0]` and `inputs[1]` must hold the same number of rows",
