@@ -54,35 +54,30 @@ def scores(labels, predictions):
     return {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"]}
 
 
-def tokens(texts, max_tokens):
-    """ELMo's token sequences `<S> words </S>` of each text, as lists of str."""
+def padded_tokens(texts, max_tokens):
+    """ELMo's token sequences `<S> words </S>`, padded with b"": bytes `(N, max_tokens)`."""
     ragged = data.sentence_tokens(tf.constant(list(texts), tf.string), max_tokens)
-    return [[w.decode("utf-8") for w in row] for row in ragged.to_list()]
+    return ragged.to_tensor("", shape=[None, max_tokens]).numpy()
 
 
-def word_ids(token_lists, vocabulary, max_tokens):
-    """`(N, max_tokens)` int32 ids, 0 for padding; ids are vocabulary index + 1."""
-    index = {w: i + 1 for i, w in enumerate(vocabulary)}
-    unknown = index[UNK]
-    ids = np.zeros((len(token_lists), max_tokens), np.int32)
-    for row, words in enumerate(token_lists):
-        ids[row, : len(words)] = [index.get(w, unknown) for w in words]
-    return ids
+def word_ids(tokens, vocabulary):
+    """`(N, T)` int32 ids of padded tokens: vocabulary index + 1, 0 for padding."""
+    index = {w.encode("utf-8"): i + 1 for i, w in enumerate(vocabulary)}
+    index[b""] = 0
+    unknown = index[UNK.encode("utf-8")]
+    return np.array([[index.get(w, unknown) for w in row] for row in tokens], np.int32)
 
 
-def elmo_layers(bilm, token_lists, max_tokens, batch_size):
-    """The frozen biLM's layers for each text: float32 `(N, 2L + 1, max_tokens, 2P)`."""
+def elmo_layers(bilm, tokens, batch_size):
+    """The frozen biLM's layers for padded tokens: float32 `(N, 2L + 1, T, 2P)`."""
 
-    @tf.function(input_signature=[tf.TensorSpec([None, max_tokens, bilm.max_characters], tf.int32)])
-    def run(ids):
+    @tf.function(input_signature=[tf.TensorSpec([None, tokens.shape[1]], tf.string)])
+    def run(words):
+        ids = data.character_ids(words, bilm.max_characters)
         return tf.cast(bilm(ids, training=False)["layers"], tf.float32)
 
-    out = []
-    for start in range(0, len(token_lists), batch_size):
-        rows = token_lists[start:start + batch_size]
-        words = tf.ragged.constant(rows, dtype=tf.string).to_tensor("", shape=[len(rows), max_tokens])
-        out.append(run(data.character_ids(words, bilm.max_characters)).numpy())
-    return np.concatenate(out)
+    return np.concatenate([run(tokens[start:start + batch_size]).numpy()
+                           for start in range(0, len(tokens), batch_size)])
 
 
 def paired_bootstrap(differences, seed=0, rounds=10_000):
@@ -122,7 +117,7 @@ class TaskLayers:
         if elmo is not None:
             x = keras.ops.concatenate([x, self.elmo_dropout(keras.ops.cast(elmo, "float32"))], axis=-1)
         states = self.bilstm(x, mask=mask)
-        # Max over real tokens only (padding gets -inf before the max).
+        # Max over real tokens only (padding gets -1e9 before the max).
         states = keras.ops.where(mask[:, :, None], states, -1e9)
         return self.classes(self.output_dropout(keras.ops.max(states, axis=1)))
 
@@ -176,10 +171,10 @@ def main(argv=None):
     labels = {k: np.array([y for _, y in v]) for k, v in splits.items()}
     texts = {k: [t for t, _ in v] for k, v in splits.items()}
     vocabulary = data.build_word_vocabulary(texts["train"], args.vocabulary_size, min_count=args.min_count)
-    token_lists = {k: tokens(v, args.max_tokens) for k, v in texts.items()}
-    ids = {k: word_ids(v, vocabulary, args.max_tokens) for k, v in token_lists.items()}
+    tokens = {k: padded_tokens(v, args.max_tokens) for k, v in texts.items()}
+    ids = {k: word_ids(v, vocabulary) for k, v in tokens.items()}
     feature_start = time.time()
-    stored = {k: elmo_layers(bilm, v, args.max_tokens, args.batch_size) for k, v in token_lists.items()}
+    stored = {k: elmo_layers(bilm, v, args.batch_size) for k, v in tokens.items()}
     feature_seconds = time.time() - feature_start
 
     arms = {"bilstm": False, "bilstm_elmo": True}
@@ -243,10 +238,8 @@ def main(argv=None):
     characters = keras.Input((args.max_tokens, bilm.max_characters), dtype="int32")
     words = keras.Input((args.max_tokens,), dtype="int32")
     end_to_end = keras.Model([characters, words], task(words, embedder(characters)["elmo"]))
-    sample = token_lists["test"][:64]
-    padded = tf.ragged.constant(sample, dtype=tf.string).to_tensor("", shape=[len(sample), args.max_tokens])
-    direct = end_to_end.predict([data.character_ids(padded, bilm.max_characters), ids["test"][:64]],
-                                verbose=0)
+    test_characters = data.character_ids(tf.constant(tokens["test"][:64]), bilm.max_characters)
+    direct = end_to_end.predict([test_characters, ids["test"][:64]], verbose=0)
     stored_way = model.predict([ids["test"][:64], stored["test"][:64]], verbose=0)
     result["end_to_end_max_difference"] = float(np.abs(direct - stored_way).max())
 
