@@ -21,8 +21,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from _common import machine_info, write_json  # noqa: E402  (benchmarks/_common.py)
+
 from tfnlp import layers  # noqa: E402
 
 

@@ -66,6 +66,7 @@ def _text_classifier(workload, output):
 
 def child(workload, autotune):
     import tfnlp  # noqa: F401  (before TensorFlow: tfnlp's CPU settings)
+    # isort: split
     import tensorflow as tf
 
     from tfnlp import data

@@ -80,9 +80,13 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
-
-from _common import current_rss_mb, fresh_process_arguments, machine_info, peak_rss_mb  # noqa: E402
-from _common import write_json  # noqa: E402
+from _common import (  # noqa: E402
+    current_rss_mb,
+    fresh_process_arguments,
+    machine_info,
+    peak_rss_mb,
+    write_json,  # noqa: E402
+)
 
 # Nothing from tfnlp (nor keras, nor the harness) is imported at module
 # level: the --serve process runs this file and must load the SavedModel
@@ -524,11 +528,10 @@ def main():
         HERE, "results", f"cpp_serving{'_quick' if args.quick else ''}.json")
 
     sys.path.insert(0, ROOT)  # tests.export.serving.harness
-    from tfnlp import datasets  # before TensorFlow: tfnlp picks the oneDNN setting
-
     import tensorflow as tf
 
     from tests.export.serving.harness import binary
+    from tfnlp import datasets  # before TensorFlow: tfnlp picks the oneDNN setting
 
     cpu = cpu_facts()
     onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")

@@ -61,10 +61,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
-
-from _common import markdown_table as table, write_json  # noqa: E402  (benchmarks/_common.py)
+from _common import markdown_table as table  # noqa: E402  (benchmarks/_common.py)
+from _common import write_json
 from elmo_benchmark import novel_pipeline, novel_vocabulary  # noqa: E402
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib  # noqa: E402
+
 from tfnlp import data, datasets, models  # noqa: E402
 from tfnlp.data import _wordpiece_learner  # noqa: E402
 from tfnlp.data.vocabulary import _learner_options  # noqa: E402

@@ -44,9 +44,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from _common import machine_info, peak_rss_mb, write_json  # noqa: E402  (benchmarks/_common.py)
 from _common import markdown_table as table  # noqa: E402
+
 from tfnlp import data, datasets, layers, models  # noqa: E402
 
 tf.get_logger().setLevel("ERROR")  # one tf.function per variant: retracing warnings

@@ -35,11 +35,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tfnlp  # noqa: E402, F401  (tfnlp's CPU settings first)
+
+# isort: split
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from _common import markdown_table, write_json  # noqa: E402
+
 from tfnlp import data, export, models  # noqa: E402
 from tfnlp.export import _common as export_common  # noqa: E402
 

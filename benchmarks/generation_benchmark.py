@@ -75,8 +75,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from _common import markdown_table, write_json  # noqa: E402  (benchmarks/_common.py)
+
 from tfnlp import models  # noqa: E402
 
 VOCABULARY, BATCH, PROMPT = 8000, 16, 32

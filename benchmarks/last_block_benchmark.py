@@ -16,6 +16,8 @@ import statistics
 import sys
 
 import tfnlp  # noqa: F401  (tfnlp's CPU defaults, as its users get them)
+
+# isort: split
 import keras  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -34,7 +34,6 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-
 from _common import write_json  # noqa: E402  (benchmarks/_common.py)
 
 SQUARE_SIZES = (1024, 2048, 4096)

@@ -47,7 +47,6 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
-
 from _common import current_rss_mb, fresh_process_arguments, peak_rss_mb, write_json  # noqa: E402
 
 # Nothing from tfnlp (nor keras) is imported at module level: the --serve

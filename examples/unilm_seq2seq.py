@@ -34,6 +34,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # tfnlp first: before TensorFlow is imported it picks the CPU settings read
 # then (oneDNN on x86-64 Linux, tfnlp/_cpu_defaults.py).
 from tfnlp import data, datasets, export, metrics, models, training  # noqa: E402
+
+# isort: split
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -7,6 +7,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # tfnlp before TensorFlow, as the README asks of users: the tests run with
 # the CPU settings tfnlp chooses (oneDNN on x86-64 Linux, tfnlp/_cpu_defaults.py).
 import tfnlp  # noqa: E402, F401
+
+# isort: split
 import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -7,7 +7,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp import data, datasets, export as export_lib, metrics, models, training
+from tfnlp import data, datasets, metrics, models, training
+from tfnlp import export as export_lib
 from tfnlp.data._tensors import dense_row
 
 BUNDLED = ("en_novels", "zh_poems")

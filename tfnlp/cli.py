@@ -247,6 +247,7 @@ def _add_options(parser, schema):
 
 
 def build_parser():
+    """The `tfnlp` argument parser: one sub-command per job, every setting a flag."""
     parser = argparse.ArgumentParser(prog="tfnlp", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--verbose", action="store_true",
@@ -302,6 +303,7 @@ def _schema(args):
 
 
 def main(argv=None):
+    """Runs `tfnlp ARGV` (`sys.argv[1:]` when None); returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "generate":

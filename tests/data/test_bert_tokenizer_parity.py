@@ -19,7 +19,6 @@ from tests.data import google_bert_tokenization as google
 from tfnlp import data
 from tfnlp.data import _bert_text
 
-
 # Real lines of the kinds that broke the NFKC normaliser: full-width forms,
 # CJK, Arabic, accented Latin, emoji, combining marks, Korean, Greek, Hindi.
 MULTILINGUAL = [

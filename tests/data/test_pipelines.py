@@ -254,7 +254,9 @@ def test_map_functions_left_unconverted_give_the_batches_autograph_gives(tokeniz
                 dataset = data.encoder_decoder_dataset(pairs, tokenizer, tokenizer, 8, 6, batch_size=3)
         return [tf.nest.map_structure(np.asarray, b) for b in dataset.take(2)]
 
-    from tensorflow.python.autograph.impl import api as autograph_api  # counts what AutoGraph converts
+    from tensorflow.python.autograph.impl import (
+        api as autograph_api,  # counts what AutoGraph converts
+    )
 
     entities, convert = [], autograph_api._convert_actual
     monkeypatch.setattr(autograph_api, "_convert_actual",

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from examples import finetune_classifier, pretrain_bert
-from tfnlp import datasets
 from tests.export.fresh_process import serve
 from tests.export.serving.harness import CppServer
+from tfnlp import datasets
 
 
 @pytest.fixture(scope="module")

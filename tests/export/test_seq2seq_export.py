@@ -6,7 +6,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tests.export.fresh_process import BACKENDS, ServingProcess, check_any_batch_is_served, requests, serve
+from tests.export.fresh_process import (
+    BACKENDS,
+    ServingProcess,
+    check_any_batch_is_served,
+    requests,
+    serve,
+)
 from tests.export.serving.harness import CppServer
 from tfnlp import data, export, models
 from tfnlp.models.unilm import prompt_ids

@@ -4,10 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfnlp.generation import _philox
-from tfnlp.generation import greedy_search
-from tfnlp.generation import sample
-from tfnlp.generation import sampling
+from tfnlp.generation import _philox, greedy_search, sample, sampling
 
 VOCABULARY = 12
 TABLE = tf.constant(np.random.default_rng(0).normal(0, 2.0, (VOCABULARY, VOCABULARY)), tf.float32)

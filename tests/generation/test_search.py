@@ -6,9 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfnlp.generation import beam_search
-from tfnlp.generation import greedy_search
-from tfnlp.generation import length_penalty_factor
+from tfnlp.generation import beam_search, greedy_search, length_penalty_factor
 
 END, PAD, START = 1, 0, 2
 

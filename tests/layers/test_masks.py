@@ -2,8 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfnlp.layers import TransformerBlock
-from tfnlp.layers import masks
+from tfnlp.layers import TransformerBlock, masks
 
 # One sequence of 4 real tokens and 1 padding token, as in the docstrings.
 PAD = np.array([[1, 1, 1, 1, 0]])

@@ -5,11 +5,13 @@ import pytest
 import tensorflow as tf
 
 from tests.harness import assert_allclose
-from tfnlp.layers import Highway
-from tfnlp.layers import MultiHeadAttention
-from tfnlp.layers import PositionEmbedding
-from tfnlp.layers import SinusoidalPositionEncoding
-from tfnlp.layers import TransformerBlock
+from tfnlp.layers import (
+    Highway,
+    MultiHeadAttention,
+    PositionEmbedding,
+    SinusoidalPositionEncoding,
+    TransformerBlock,
+)
 
 X = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
 

@@ -14,11 +14,13 @@ import tensorflow as tf
 
 from tests.harness import assert_allclose
 from tfnlp import data, models
-from tfnlp.models.bilm_tf_weights import _file_shapes
-from tfnlp.models.bilm_tf_weights import bilm_tf_options
-from tfnlp.models.bilm_tf_weights import load_bilm_tf_weights
-from tfnlp.models.bilm_tf_weights import options_from_bilm_tf
-from tfnlp.models.bilm_tf_weights import save_bilm_tf_weights
+from tfnlp.models.bilm_tf_weights import (
+    _file_shapes,
+    bilm_tf_options,
+    load_bilm_tf_weights,
+    options_from_bilm_tf,
+    save_bilm_tf_weights,
+)
 
 # As published with elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5.
 PUBLISHED_OPTIONS = {

@@ -4,12 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.models.test_seq2seq_texts import FAMILIES
-from tests.models.test_seq2seq_texts import SOURCES
-from tests.models.test_seq2seq_texts import make
-from tests.models.test_unilm import MASK
-from tests.models.test_unilm import SEP
-from tests.models.test_unilm import unilm_model
+from tests.models.test_seq2seq_texts import FAMILIES, SOURCES, make
+from tests.models.test_unilm import MASK, SEP, unilm_model
 from tfnlp.layers import masks
 from tfnlp.models.unilm import prompt_ids
 

@@ -13,9 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tfnlp import models
-from tfnlp.models._mixins import BuildsOptimizerFirst
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
+from tfnlp.models._mixins import BuildsOptimizerFirst, RestoresCompile, StepsWaitForData
 
 RNG = np.random.default_rng(0)
 BATCHES, BATCH = 5, 2

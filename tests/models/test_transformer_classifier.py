@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.harness import assert_allclose
-from tests.harness import assert_finite
+from tests.harness import assert_allclose, assert_finite
 from tfnlp import data, datasets, models, training
 
 RNG = np.random.default_rng(0)

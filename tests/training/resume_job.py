@@ -25,7 +25,6 @@ import tensorflow as tf  # noqa: E402
 from tests.training import families  # noqa: E402
 from tfnlp import training  # noqa: E402
 
-
 FLAGS = ("--per-replica", "--no-dropout")
 
 

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfnlp.training import AdamW
-from tfnlp.training import InverseSquareRootDecay
-from tfnlp.training import SmoothedSparseCategoricalCrossentropy
-from tfnlp.training import sparse_softmax_cross_entropy
+from tfnlp.training import (
+    AdamW,
+    InverseSquareRootDecay,
+    SmoothedSparseCategoricalCrossentropy,
+    sparse_softmax_cross_entropy,
+)
 
 LOGITS = tf.random.stateless_normal((3, 4, 9), seed=(1, 2)) * 3.0
 LABELS = tf.constant([[0, 4, 8, 2], [1, 1, 3, 5], [7, 6, 0, 0]])

@@ -10,34 +10,37 @@ pipeline's first batch"; `tests/data/test_pipelines.py` checks the mark).
 """
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
-from tfnlp.data.bert_pretraining import bert_pretraining_dataset
-from tfnlp.data.bert_pretraining import next_sentence_pairs
-from tfnlp.data.elmo import build_word_vocabulary
-from tfnlp.data.elmo import character_ids
-from tfnlp.data.elmo import elmo_dataset
-from tfnlp.data.elmo import sentence_tokens
-from tfnlp.data.elmo import split_words
-from tfnlp.data.labelled import LabelledData
-from tfnlp.data.labelled import read_labelled
-from tfnlp.data.labelled import read_texts
-from tfnlp.data.labelled import suggest_sequence_length
-from tfnlp.data.pipelines import classification_dataset
-from tfnlp.data.pipelines import encoder_decoder_dataset
-from tfnlp.data.pipelines import unilm_seq2seq_dataset
+from tfnlp.data.bert_pretraining import bert_pretraining_dataset, next_sentence_pairs
+from tfnlp.data.elmo import (
+    build_word_vocabulary,
+    character_ids,
+    elmo_dataset,
+    sentence_tokens,
+    split_words,
+)
+from tfnlp.data.labelled import LabelledData, read_labelled, read_texts, suggest_sequence_length
+from tfnlp.data.pipelines import (
+    classification_dataset,
+    encoder_decoder_dataset,
+    unilm_seq2seq_dataset,
+)
 from tfnlp.data.segment_packer import SegmentPacker
-from tfnlp.data.tfrecord import read_tfrecords
-from tfnlp.data.unilm import left_to_right_lm_dataset
-from tfnlp.data.unilm import objective_counts
-from tfnlp.data.unilm import unilm_finetuning_dataset
-from tfnlp.data.unilm import unilm_pretraining_dataset
-from tfnlp.data.tfrecord import write_tfrecords
+from tfnlp.data.tfrecord import read_tfrecords, write_tfrecords
 from tfnlp.data.tuning import static_tuning
-from tfnlp.data.vocabulary import SPECIAL_TOKENS
-from tfnlp.data.vocabulary import count_words
-from tfnlp.data.vocabulary import learn_wordpiece_vocabulary
-from tfnlp.data.vocabulary import load_vocabulary
-from tfnlp.data.vocabulary import save_vocabulary
-from tfnlp.data.vocabulary import unknown_rate
+from tfnlp.data.unilm import (
+    left_to_right_lm_dataset,
+    objective_counts,
+    unilm_finetuning_dataset,
+    unilm_pretraining_dataset,
+)
+from tfnlp.data.vocabulary import (
+    SPECIAL_TOKENS,
+    count_words,
+    learn_wordpiece_vocabulary,
+    load_vocabulary,
+    save_vocabulary,
+    unknown_rate,
+)
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 
 __all__ = [

@@ -185,7 +185,7 @@ def bert_words(texts, lower_case):
     return _traced(bool(lower_case))(texts)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _traced(lower_case):
     return tf.function(lambda texts: _bert_words(texts, lower_case), autograph=False,
                        input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)

@@ -84,7 +84,7 @@ def _runs(values):
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unicode_tables.npz")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tables():
     """The stored tables, as NumPy arrays (read once per process)."""
     with np.load(PATH) as stored:

@@ -6,8 +6,7 @@ import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import dense_row
 from tfnlp.data.segment_packer import SegmentPacker
-from tfnlp.data.tuning import _prefetched
-from tfnlp.data.tuning import static_tuning
+from tfnlp.data.tuning import _prefetched, static_tuning
 from tfnlp.layers import _validation
 
 # NSP labels as in BERT: 0 = B really follows A, 1 = B is a random segment.

@@ -5,9 +5,7 @@ import collections
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tfnlp.data._tensors import cut_at_character
-from tfnlp.data._tensors import dense_row
-from tfnlp.data._tensors import unbatched
+from tfnlp.data._tensors import cut_at_character, dense_row, unbatched
 from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import _validation
 

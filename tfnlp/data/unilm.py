@@ -4,8 +4,7 @@ import math
 
 import tensorflow as tf
 
-from tfnlp.data.bert_pretraining import _full_sentence_segments
-from tfnlp.data.bert_pretraining import bert_pretraining_dataset
+from tfnlp.data.bert_pretraining import _full_sentence_segments, bert_pretraining_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tuning import _prefetched

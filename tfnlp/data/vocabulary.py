@@ -10,9 +10,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import bert_tokenizer
 
-from tfnlp.data import _bert_text
+from tfnlp.data import _bert_text, _wordpiece_learner
 from tfnlp.data import _unicode_tables as unicode_tables
-from tfnlp.data import _wordpiece_learner
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

@@ -10,7 +10,6 @@ from tfnlp.data._preprocessing_layer import PreprocessingLayer
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.layers import _validation
 
-
 NORMALIZATIONS = ("bert", "nfkc")
 # BERT's `max_input_chars_per_word` as Hugging Face sets it (Google's code says 200).
 MAX_WORD_CHARACTERS = 100

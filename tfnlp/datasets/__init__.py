@@ -70,7 +70,7 @@ def _hash_split(text):
     return {10: "test", 15: "validation"}.get(zlib.crc32(text.encode("utf-8")) % 20, "train")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read_documents(name):
     documents = []
     for filename in _DOCUMENT_FILES[name]:
@@ -127,7 +127,7 @@ def load_documents(name, split):
     return dataset.map(_dense_row)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read_bible():
     with _open("bible_kjv_web_rv1909.tsv.gz") as f:
         return tuple(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
@@ -191,7 +191,7 @@ def load_text_pairs(name, split):
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _read_fine_food_rows():
     with _open("en_fine_foods_reviews.tsv.gz") as f:
         return tuple(csv.DictReader(f, delimiter="\t"))

@@ -5,6 +5,7 @@ import os
 import uuid
 
 import tensorflow as tf
+
 # Private, but the only way to trace as tf.saved_model.save does (captured_variables).
 from tensorflow.python.saved_model import save_context
 
@@ -201,9 +202,7 @@ def write_warmup_requests(path, signatures, batch_sizes, model_name):
     pair signatures get the same texts on both sides; decoding options get
     `WARMUP_VALUES`, greedy decoding of one token).
     """
-    from tensorflow_serving.apis import model_pb2
-    from tensorflow_serving.apis import predict_pb2
-    from tensorflow_serving.apis import prediction_log_pb2
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
     tf.io.gfile.makedirs(os.path.join(path, "assets.extra"))
     with tf.io.TFRecordWriter(os.path.join(path, WARMUP_FILE)) as writer:

@@ -4,12 +4,14 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp.data._tensors import cut_at_character
-from tfnlp.export._common import batch_of_texts
-from tfnlp.export._common import check_preprocessor
-from tfnlp.export._common import pair_texts
-from tfnlp.export._common import WARMUP_BATCH_SIZES
-from tfnlp.export._common import save
-from tfnlp.export._common import takes_pairs
+from tfnlp.export._common import (
+    WARMUP_BATCH_SIZES,
+    batch_of_texts,
+    check_preprocessor,
+    pair_texts,
+    save,
+    takes_pairs,
+)
 from tfnlp.layers import _validation
 
 

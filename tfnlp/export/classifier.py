@@ -4,12 +4,14 @@ import os
 
 import tensorflow as tf
 
-from tfnlp.export._common import batch_of_texts
-from tfnlp.export._common import check_preprocessor
-from tfnlp.export._common import pair_texts
-from tfnlp.export._common import WARMUP_BATCH_SIZES
-from tfnlp.export._common import save
-from tfnlp.export._common import takes_pairs
+from tfnlp.export._common import (
+    WARMUP_BATCH_SIZES,
+    batch_of_texts,
+    check_preprocessor,
+    pair_texts,
+    save,
+    takes_pairs,
+)
 
 
 def _num_classes(classifier, preprocessor):

@@ -3,15 +3,10 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.export._common import batch_of_texts
-from tfnlp.export._common import WARMUP_BATCH_SIZES
-from tfnlp.export._common import save
+from tfnlp.export._common import WARMUP_BATCH_SIZES, batch_of_texts, save
 from tfnlp.layers import _validation
 from tfnlp.layers.scalar_mix import ScalarMix
-from tfnlp.models.elmo import ELMoBiLM
-from tfnlp.models.elmo import ELMoEmbedder
-from tfnlp.models.elmo import checked_max_tokens
-from tfnlp.models.elmo import sentence_character_ids
+from tfnlp.models.elmo import ELMoBiLM, ELMoEmbedder, checked_max_tokens, sentence_character_ids
 
 DEFAULT_MAX_TOKENS = 64
 DEFAULT_MAX_INPUT_BYTES = 100_000

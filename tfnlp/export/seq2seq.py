@@ -6,16 +6,14 @@ import os
 import tensorflow as tf
 
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
-from tfnlp.export._common import batch_of_texts
-from tfnlp.export._common import WARMUP_BATCH_SIZES
-from tfnlp.export._common import save
+from tfnlp.export._common import WARMUP_BATCH_SIZES, batch_of_texts, save
 from tfnlp.layers import _validation
-from tfnlp.models.transformer_seq2seq import DEFAULT_TEXT_LENGTH
-from tfnlp.models.transformer_seq2seq import TransformerSeq2Seq
-from tfnlp.models.transformer_seq2seq import tokenized_sources
-from tfnlp.models.unilm import UniLM
-from tfnlp.models.unilm import prompt_ids
-
+from tfnlp.models.transformer_seq2seq import (
+    DEFAULT_TEXT_LENGTH,
+    TransformerSeq2Seq,
+    tokenized_sources,
+)
+from tfnlp.models.unilm import UniLM, prompt_ids
 
 SAMPLING_SPECS = (
     tf.TensorSpec([None], tf.float32, name="temperature"),

@@ -6,9 +6,7 @@ state)` and run in one `tf.while_loop` with static shapes, so a model's
 `TransformerSeq2Seq.generate` is the model-level entry point.
 """
 
-from tfnlp.generation.beam_search import beam_search
-from tfnlp.generation.beam_search import length_penalty_factor
-from tfnlp.generation.beam_search import tile_beams
+from tfnlp.generation.beam_search import beam_search, length_penalty_factor, tile_beams
 from tfnlp.generation.greedy_search import greedy_search
 from tfnlp.generation.sampling import sample
 

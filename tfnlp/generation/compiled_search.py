@@ -75,6 +75,7 @@ def decoding_options(beam_size, temperature=None, top_k=None, top_p=None, seed=N
 
 
 def check_stream(stream, beam_size):
+    """Refuses a non-bool `stream`, and streaming with beam search."""
     if not isinstance(stream, bool):
         raise ValueError(f"`stream` must be True or False, got {stream!r}.")
     if stream and beam_size != 1:

@@ -2,9 +2,7 @@
 
 import tensorflow as tf
 
-from tfnlp.generation import _common
-from tfnlp.generation import _loop
-from tfnlp.generation import sampling
+from tfnlp.generation import _common, _loop, sampling
 
 
 def greedy_search(

@@ -16,9 +16,7 @@ near-tie).
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.generation import _common
-from tfnlp.generation import _loop
-from tfnlp.generation import _philox
+from tfnlp.generation import _common, _loop, _philox
 
 _INF = float("inf")
 

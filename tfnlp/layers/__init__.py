@@ -2,8 +2,7 @@
 
 from tfnlp.layers import masks
 from tfnlp.layers.activations import gelu
-from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
-from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
+from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS, CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.highway import Highway
 from tfnlp.layers.layer_normalization import LayerNormalization

@@ -3,8 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
-from tfnlp.layers import activations
+from tfnlp.layers import _validation, activations
 from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization

@@ -3,8 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation, _vocabulary
-from tfnlp.layers import activations
+from tfnlp.layers import _validation, _vocabulary, activations
 from tfnlp.layers.layer_normalization import LayerNormalization
 
 

@@ -7,10 +7,8 @@ import tensorflow as tf
 
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
-from tfnlp.layers._keras_masks import keras_mask
-from tfnlp.layers._keras_masks import without_keras_mask
-from tfnlp.layers.dropout import Dropout
-from tfnlp.layers.dropout import apply_keep_mask
+from tfnlp.layers._keras_masks import keras_mask, without_keras_mask
+from tfnlp.layers.dropout import Dropout, apply_keep_mask
 
 
 def check_attention_mask(attention_mask, queries, key_length):

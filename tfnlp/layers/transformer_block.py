@@ -5,8 +5,7 @@ import tensorflow as tf
 
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
-from tfnlp.layers._keras_masks import keras_mask
-from tfnlp.layers._keras_masks import key_padding_mask
+from tfnlp.layers._keras_masks import keras_mask, key_padding_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
 from tfnlp.layers.multi_head_attention import check_attention_mask
 

@@ -5,8 +5,7 @@ import tensorflow as tf
 
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
-from tfnlp.layers._keras_masks import key_padding_mask
-from tfnlp.layers._keras_masks import without_keras_mask
+from tfnlp.layers._keras_masks import key_padding_mask, without_keras_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
 
 

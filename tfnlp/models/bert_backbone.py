@@ -10,8 +10,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
-from tfnlp.models._mixins import ChecksInputs
-from tfnlp.models._mixins import FromConfig
+from tfnlp.models._mixins import ChecksInputs, FromConfig
 
 # Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
 BERT_PRESETS = {

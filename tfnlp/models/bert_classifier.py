@@ -5,12 +5,9 @@ import keras
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models.bert_backbone import BertBackbone
-from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
-from tfnlp.models.text_classifier import TextClassifier
-from tfnlp.models.text_classifier import checked_preprocessor
-from tfnlp.models.text_classifier import classifier_size
+from tfnlp.models.text_classifier import TextClassifier, checked_preprocessor, classifier_size
 from tfnlp.training.optimizers import bert_adamw
 
 

@@ -11,13 +11,14 @@ from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.layers import _validation
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models.bert_backbone import BertBackbone
-from tfnlp.models.bert_backbone import bert_kernel_initializer
-from tfnlp.models.task import Task
-from tfnlp.models.task import is_texts
-from tfnlp.models.task import string_tensor
-from tfnlp.models.task import DEFAULT_BATCH_SIZE
-from tfnlp.models.task import preprocessing_object
+from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
+from tfnlp.models.task import (
+    DEFAULT_BATCH_SIZE,
+    Task,
+    is_texts,
+    preprocessing_object,
+    string_tensor,
+)
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
 

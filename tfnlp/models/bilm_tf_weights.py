@@ -46,8 +46,7 @@ import os
 import h5py
 import numpy as np
 
-from tfnlp.models.elmo import ELMoBiLM
-from tfnlp.models.elmo import ELMoEmbedder
+from tfnlp.models.elmo import ELMoBiLM, ELMoEmbedder
 
 CHARACTERS = 262  # bilm-tf's n_characters at inference: 261 ids + the padding id 0
 _CELL = "RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/"

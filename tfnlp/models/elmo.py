@@ -6,22 +6,19 @@ import tensorflow as tf
 from tfnlp.data.elmo import character_ids as words_to_character_ids
 from tfnlp.data.elmo import sentence_tokens
 from tfnlp.layers import _validation
-from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS
-from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
+from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS, CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
-from tfnlp.models._mixins import BuildsOptimizerFirst
-from tfnlp.models._mixins import ChecksInputs
-from tfnlp.models._mixins import FromConfig
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
-from tfnlp.models.task import DEFAULT_BATCH_SIZE
-from tfnlp.models.task import Task
-from tfnlp.models.task import is_texts
-from tfnlp.models.task import string_tensor
-from tfnlp.models.task import text_rank
+from tfnlp.models._mixins import (
+    BuildsOptimizerFirst,
+    ChecksInputs,
+    FromConfig,
+    RestoresCompile,
+    StepsWaitForData,
+)
+from tfnlp.models.task import DEFAULT_BATCH_SIZE, Task, is_texts, string_tensor, text_rank
 from tfnlp.training.distribute import global_sum
 from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling

@@ -4,10 +4,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.models._mixins import BuildsOptimizerFirst
-from tfnlp.models._mixins import ChecksInputs
-from tfnlp.models._mixins import RestoresCompile
-from tfnlp.models._mixins import StepsWaitForData
+from tfnlp.models._mixins import (
+    BuildsOptimizerFirst,
+    ChecksInputs,
+    RestoresCompile,
+    StepsWaitForData,
+)
 from tfnlp.training.optimizers import with_loss_scaling
 from tfnlp.training.validation import quiet_epoch_end
 

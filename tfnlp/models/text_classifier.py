@@ -6,14 +6,15 @@ import tensorflow as tf
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.layers import _validation
-from tfnlp.models.task import DEFAULT_BATCH_SIZE
-from tfnlp.models.task import Task
-from tfnlp.models.task import preprocessing_object
-from tfnlp.models.task import is_pair
-from tfnlp.models.task import is_texts
-from tfnlp.models.task import string_tensor
-from tfnlp.models.task import text_rank
-
+from tfnlp.models.task import (
+    DEFAULT_BATCH_SIZE,
+    Task,
+    is_pair,
+    is_texts,
+    preprocessing_object,
+    string_tensor,
+    text_rank,
+)
 
 
 def classifier_size(num_classes, labels):

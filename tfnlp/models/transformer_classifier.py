@@ -12,9 +12,7 @@ from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
-from tfnlp.models.text_classifier import TextClassifier
-from tfnlp.models.text_classifier import checked_preprocessor
-from tfnlp.models.text_classifier import classifier_size
+from tfnlp.models.text_classifier import TextClassifier, checked_preprocessor, classifier_size
 from tfnlp.training.optimizers import bert_adamw
 
 POOLINGS = ("mean", "first")

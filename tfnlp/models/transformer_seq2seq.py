@@ -11,11 +11,13 @@ import tensorflow_text as tf_text
 from tfnlp.data.pipelines import encoder_decoder_dataset
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.generation import _common as generation_common
-from tfnlp.generation.compiled_search import CompiledSearch
-from tfnlp.generation.compiled_search import check_source
-from tfnlp.generation.compiled_search import check_stream
-from tfnlp.generation.compiled_search import decoding_options
-from tfnlp.generation.compiled_search import streamed_texts
+from tfnlp.generation.compiled_search import (
+    CompiledSearch,
+    check_source,
+    check_stream,
+    decoding_options,
+    streamed_texts,
+)
 from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
@@ -24,12 +26,14 @@ from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.models._mixins import FromConfig
-from tfnlp.models.task import DEFAULT_BATCH_SIZE
-from tfnlp.models.task import Task
-from tfnlp.models.task import preprocessing_object
-from tfnlp.models.task import is_texts
-from tfnlp.models.task import string_tensor
-from tfnlp.models.task import text_rank
+from tfnlp.models.task import (
+    DEFAULT_BATCH_SIZE,
+    Task,
+    is_texts,
+    preprocessing_object,
+    string_tensor,
+    text_rank,
+)
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 
@@ -93,6 +97,7 @@ def checked_tokenizer(name, tokenizer, vocabulary_size, size_name):
 
 
 def serialized(value):
+    """`value` as Keras serializes it for a config; None stays None."""
     return None if value is None else keras.saving.serialize_keras_object(value)
 
 

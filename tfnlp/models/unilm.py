@@ -6,29 +6,32 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from tfnlp.generation import _common as generation_common
-from tfnlp.generation.compiled_search import CompiledSearch
-from tfnlp.generation.compiled_search import check_source
-from tfnlp.generation.compiled_search import check_stream
-from tfnlp.generation.compiled_search import decoding_options
-from tfnlp.generation.compiled_search import streamed_texts
 from tfnlp.data.unilm import unilm_finetuning_dataset
+from tfnlp.generation import _common as generation_common
+from tfnlp.generation.compiled_search import (
+    CompiledSearch,
+    check_source,
+    check_stream,
+    decoding_options,
+    streamed_texts,
+)
 from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models.bert_backbone import bert_kernel_initializer
 from tfnlp.models.task import Task
-from tfnlp.models.transformer_seq2seq import checked_tokenizer
-from tfnlp.models.transformer_seq2seq import decoded_texts
-from tfnlp.models.transformer_seq2seq import fit_settings
-from tfnlp.models.transformer_seq2seq import missing_token_ids
-from tfnlp.models.transformer_seq2seq import serialized
-from tfnlp.models.transformer_seq2seq import source_texts
-from tfnlp.models.transformer_seq2seq import text_pairs
-from tfnlp.models.transformer_seq2seq import tokenized_sources
-from tfnlp.models.unilm_backbone import SEGMENT_ROWS
-from tfnlp.models.unilm_backbone import UniLMBackbone
+from tfnlp.models.transformer_seq2seq import (
+    checked_tokenizer,
+    decoded_texts,
+    fit_settings,
+    missing_token_ids,
+    serialized,
+    source_texts,
+    text_pairs,
+    tokenized_sources,
+)
+from tfnlp.models.unilm_backbone import SEGMENT_ROWS, UniLMBackbone
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
 

@@ -36,9 +36,7 @@ import os
 import numpy as np
 
 from tfnlp.models import bert_checkpoints
-from tfnlp.models.unilm_backbone import NUM_SEGMENT_ROWS
-from tfnlp.models.unilm_backbone import SEGMENT_ROWS
-from tfnlp.models.unilm_backbone import UniLMBackbone
+from tfnlp.models.unilm_backbone import NUM_SEGMENT_ROWS, SEGMENT_ROWS, UniLMBackbone
 
 # `BertLayerNorm(hidden_size, eps=1e-5)` throughout unilm-v1's modeling.py.
 V1_LAYER_NORM_EPSILON = 1e-5

@@ -1,22 +1,15 @@
 """Training utilities: learning-rate schedules, losses, metrics, callbacks and TensorBoard."""
 
-from tfnlp.training.callbacks import AttentionImages
-from tfnlp.training.callbacks import attention_weights
-from tfnlp.training.callbacks import write_embedding_projector
-from tfnlp.training.distribute import cluster_size
-from tfnlp.training.distribute import global_sum
-from tfnlp.training.distribute import strategy
-from tfnlp.training.loop import fit
-from tfnlp.training.loop import is_chief
-from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
-from tfnlp.training.losses import sparse_softmax_cross_entropy
+from tfnlp.training.callbacks import AttentionImages, attention_weights, write_embedding_projector
+from tfnlp.training.distribute import cluster_size, global_sum, strategy
+from tfnlp.training.loop import fit, is_chief
+from tfnlp.training.losses import (
+    SmoothedSparseCategoricalCrossentropy,
+    sparse_softmax_cross_entropy,
+)
 from tfnlp.training.metrics import Perplexity
-from tfnlp.training.optimizers import NO_DECAY
-from tfnlp.training.optimizers import AdamW
-from tfnlp.training.optimizers import bert_adamw
-from tfnlp.training.optimizers import with_loss_scaling
-from tfnlp.training.schedules import InverseSquareRootDecay
-from tfnlp.training.schedules import LinearWarmupLinearDecay
+from tfnlp.training.optimizers import NO_DECAY, AdamW, bert_adamw, with_loss_scaling
+from tfnlp.training.schedules import InverseSquareRootDecay, LinearWarmupLinearDecay
 from tfnlp.training.validation import ValidationEvaluation
 
 __all__ = [

@@ -8,8 +8,7 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins import projector
 
-from tfnlp.layers import _validation
-from tfnlp.layers import masks
+from tfnlp.layers import _validation, masks
 from tfnlp.training import loop
 
 
