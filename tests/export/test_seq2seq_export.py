@@ -133,7 +133,7 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
     too_short = 2 if isinstance(model, models.UniLM) else 1  # no room for a token
     with pytest.raises(ValueError, match="source_length"):
         export.export_seq2seq(model, source, target, str(tmp_path), too_short, 9)
-    with pytest.raises(ValueError, match="`length_penalty` must be a finite float"):
+    with pytest.raises(ValueError, match="`length_penalty` must be a finite number"):
         export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9,
                               beam_size=2, length_penalty=float("nan"))
     if isinstance(model, models.UniLM):  # a position table of 32

@@ -3,10 +3,10 @@
 import keras
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
-from tfnlp.layers import _validation
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -59,7 +59,7 @@ class BertPreprocessor(PreprocessingLayer):
             raise ValueError(f"`inputs` must be one text tensor or a pair, got {len(texts)}.")
         texts = [tf.convert_to_tensor(t) for t in texts]
         # (B,) strings, the same B for both texts; the tokenizer checks the dtype.
-        _validation.tensors(*((f"inputs[{i}]", t, "B", None) for i, t in enumerate(texts)))
+        _checks.tensors(*((f"inputs[{i}]", t, "B", None) for i, t in enumerate(texts)))
         # A rank unknown when traced (a generator's or py_function's output)
         # is asserted (B,) when run: the tokenizer needs a known rank.
         texts = [t if t.shape.rank is not None else tf.ensure_shape(t, [None]) for t in texts]

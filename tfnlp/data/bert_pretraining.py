@@ -4,10 +4,10 @@ segments, and their masked-LM examples."""
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data._tensors import dense_row
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tuning import _prefetched, static_tuning
-from tfnlp.layers import _validation
 
 # NSP labels as in BERT: 0 = B really follows A, 1 = B is a random segment.
 IS_NEXT, IS_RANDOM = 0, 1
@@ -82,7 +82,7 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
         `next_sentence_label` (int32), and the provenance `document`,
         `chunk`, `b_document`, `b_chunk` (int64: document and chunk index).
     """
-    segment_length = _validation.positive_int("segment_length", segment_length)
+    segment_length = _checks.positive_int("segment_length", segment_length)
     if not 0.0 <= random_next_probability <= 1.0:
         raise ValueError(
             f"`random_next_probability` must be in [0, 1], got {random_next_probability!r}."
@@ -264,7 +264,7 @@ def _full_sentence_segments(documents, tokenizer, segment_length, seed=0, shuffl
     h i j k l m n o
     p q [SEP] r s
     """
-    segment_length = _validation.positive_int("segment_length", segment_length)
+    segment_length = _checks.positive_int("segment_length", segment_length)
     sep_id = tokenizer.sep_id
 
     @tf.autograph.experimental.do_not_convert
@@ -490,12 +490,12 @@ def bert_pretraining_dataset(
     >>> "next_sentence_labels" in full_sentences.element_spec
     False
     """
-    sequence_length = _validation.positive_int("sequence_length", sequence_length)
+    sequence_length = _checks.positive_int("sequence_length", sequence_length)
     if sequence_length < 5:
         raise ValueError(f"`sequence_length` must be at least 5, got {sequence_length}.")
-    max_predictions = _validation.positive_int("max_predictions_per_seq", max_predictions_per_seq)
-    batch_size = _validation.positive_int("batch_size", batch_size)
-    masking_rate = _validation.fraction("masking_rate", masking_rate)
+    max_predictions = _checks.positive_int("max_predictions_per_seq", max_predictions_per_seq)
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    masking_rate = _checks.fraction("masking_rate", masking_rate)
     packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     continuation = tf.constant([t.startswith("##") for t in tokenizer.get_vocabulary()])
 

@@ -5,9 +5,9 @@ import collections
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data._tensors import cut_at_character, dense_row, unbatched
 from tfnlp.data.tuning import _prefetched
-from tfnlp.layers import _validation
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 # Character ids as in bilm-tf: UTF-8 bytes 0-255 and five markers, all + 1 so
@@ -43,7 +43,7 @@ def split_words(texts):
     >>> split_words(tf.constant(["Hello, world!"])).to_list()
     [[b'Hello', b',', b'world', b'!']]
     """
-    _validation.tensors(("texts", texts, "B", "string"))
+    _checks.tensors(("texts", texts, "B", "string"))
     texts = tf_text.coerce_to_structurally_valid_utf8(texts, replacement_char="\ufffd")
     return tf_text.regex_split(texts, _WORD_PATTERN, _KEEP_PATTERN)
 
@@ -71,11 +71,11 @@ def sentence_tokens(texts, max_tokens, max_input_bytes=100_000):
     >>> sentence_tokens(tf.constant(["Hello, world!", ""]), 4).to_list()
     [[b'<S>', b'Hello', b',', b'</S>'], [b'<S>', b'</S>']]
     """
-    max_tokens = _validation.positive_int("max_tokens", max_tokens)
+    max_tokens = _checks.positive_int("max_tokens", max_tokens)
     if max_tokens < 2:
         raise ValueError(f"`max_tokens` must be at least 2 (<S> and </S>), got {max_tokens}.")
-    max_input_bytes = _validation.max_input_bytes(max_input_bytes)
-    _validation.tensors(("texts", texts, "B", "string"))
+    max_input_bytes = _checks.max_input_bytes(max_input_bytes)
+    _checks.tensors(("texts", texts, "B", "string"))
     words = split_words(cut_at_character(texts, max_input_bytes))[:, : max_tokens - 2]
     count = words.nrows()
     return tf.concat([tf.fill([count, 1], BOS), words, tf.fill([count, 1], EOS)], axis=1)
@@ -102,13 +102,13 @@ def character_ids(words, max_characters=50):
     >>> character_ids(tf.constant(["a"]), max_characters=5).numpy()
     array([[259,  98, 260, 261, 261]], dtype=int32)
     """
-    max_characters = _validation.positive_int("max_characters", max_characters)
+    max_characters = _checks.positive_int("max_characters", max_characters)
     if max_characters < 3:
         raise ValueError(f"`max_characters` must be at least 3, got {max_characters}.")
     if isinstance(words, tf.RaggedTensor):
         return words.with_flat_values(character_ids(words.flat_values, max_characters))
     words = tf.convert_to_tensor(words)
-    _validation.tensors(("words", words, None, "string"))
+    _checks.tensors(("words", words, None, "string"))
     flat = tf.reshape(words, [-1])
     count, body_size = tf.shape(flat)[0], max_characters - 2
     body = tf.strings.substr(flat, 0, body_size, unit="BYTE")
@@ -146,7 +146,7 @@ def build_word_vocabulary(texts, max_size, min_count=1):
     >>> build_word_vocabulary(["a b a", "a c"], max_size=5)
     ['<S>', '</S>', '<UNK>', 'a', 'b']
     """
-    max_size = _validation.positive_int("max_size", max_size)
+    max_size = _checks.positive_int("max_size", max_size)
     if max_size <= 3:
         raise ValueError(f"`max_size` must exceed 3 (the special words), got {max_size}.")
     texts = list(texts)
@@ -199,11 +199,11 @@ def elmo_dataset(
         whose number is known (`cardinality()`) give batches whose number
         is known, so Keras' `fit` knows its steps per epoch from the start.
     """
-    sequence_length = _validation.positive_int("sequence_length", sequence_length)
+    sequence_length = _checks.positive_int("sequence_length", sequence_length)
     if sequence_length < 2:
         raise ValueError(f"`sequence_length` must be at least 2, got {sequence_length}.")
-    batch_size = _validation.positive_int("batch_size", batch_size)
-    max_input_bytes = _validation.max_input_bytes(max_input_bytes)
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    max_input_bytes = _checks.max_input_bytes(max_input_bytes)
     if list(word_vocabulary[:3]) != [BOS, EOS, UNK]:
         raise ValueError(f"`word_vocabulary` must start with {[BOS, EOS, UNK]}.")
     repeated = sorted(w for w, n in collections.Counter(list(word_vocabulary)).items() if n > 1)

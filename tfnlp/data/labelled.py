@@ -15,6 +15,8 @@ import re
 
 import numpy as np
 
+from tfnlp import _checks
+
 _FORMATS = ("tsv", "csv", "jsonl")
 _EXTENSIONS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -320,8 +322,8 @@ def suggest_sequence_length(tokenizer, texts, text_pairs=None, percentile=95, mu
     if (not isinstance(percentile, numbers.Real) or isinstance(percentile, bool)
             or not 0 < percentile <= 100):
         raise ValueError(f"`percentile` must be a number in (0, 100], got {percentile!r}.")
-    multiple_of = _positive_int("multiple_of", multiple_of)
-    max_length = _positive_int("max_length", max_length)
+    multiple_of = _checks.positive_int("multiple_of", multiple_of)
+    max_length = _checks.positive_int("max_length", max_length)
     if max_length < 8:
         raise ValueError(f"`max_length` must be at least 8, got {max_length}.")
 
@@ -574,10 +576,4 @@ def _checked_texts(name, texts):
         if not isinstance(text, (str, bytes)):
             raise TypeError(f"`{name}[{i}]` must be a str, got {type(text).__name__}.")
     return texts
-
-
-def _positive_int(name, value):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"`{name}` must be a positive int, got {value!r}.")
-    return int(value)
 

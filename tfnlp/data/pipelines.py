@@ -1,15 +1,14 @@
 """tf.data pipelines from text datasets to model inputs: classification, seq2seq."""
 
-import numbers
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data._tensors import unbatched
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.data.tuning import _prefetched
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
-from tfnlp.layers import _validation
 
 _PREPROCESS_BATCH = 256  # texts tokenized at once: vectorised, then unbatched
 
@@ -70,12 +69,12 @@ def classification_dataset(
     """
     if not isinstance(preprocessor, BertPreprocessor):
         raise ValueError(f"`preprocessor` must be a BertPreprocessor, got {type(preprocessor).__name__}.")
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    batch_size = _checks.positive_int("batch_size", batch_size)
     length = preprocessor.sequence_length
     if bucket_boundaries is not None:
         bucket_boundaries = list(bucket_boundaries)
         integers = all(
-            isinstance(b, numbers.Integral) and not isinstance(b, bool) for b in bucket_boundaries
+            _checks.is_int(b) for b in bucket_boundaries
         )
         if not integers or bucket_boundaries != sorted(set(bucket_boundaries)) or not all(
             0 < b < length for b in bucket_boundaries
@@ -155,7 +154,7 @@ def unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size=32, shuf
         int32 `(batch_size, sequence_length)`.
     """
     preprocessor = BertPreprocessor(tokenizer, sequence_length)
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    batch_size = _checks.positive_int("batch_size", batch_size)
     examples = _shuffled(pairs, shuffle_buffer, seed)
     dataset = examples.batch(_PREPROCESS_BATCH).map(
         tf.autograph.experimental.do_not_convert(lambda s, t: preprocessor((s, t))),
@@ -201,9 +200,9 @@ def encoder_decoder_dataset(
     for name, tokenizer in (("source_tokenizer", source_tokenizer), ("target_tokenizer", target_tokenizer)):
         if not isinstance(tokenizer, WordPieceTokenizer):
             raise ValueError(f"`{name}` must be a WordPieceTokenizer, got {type(tokenizer).__name__}.")
-    source_length = _validation.positive_int("source_length", source_length)
-    target_length = _validation.positive_int("target_length", target_length)
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    source_length = _checks.positive_int("source_length", source_length)
+    target_length = _checks.positive_int("target_length", target_length)
+    batch_size = _checks.positive_int("batch_size", batch_size)
 
     def pad(ids, length, pad_id):
         padded, mask = tf_text.pad_model_inputs(ids, length, pad_value=pad_id)

@@ -4,8 +4,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
-from tfnlp.layers import _validation
 
 
 def _longest_first(a, b, budget):
@@ -69,14 +69,14 @@ class SegmentPacker(PreprocessingLayer):
 
     def __init__(self, sequence_length, start_id, end_id, pad_id=0, **kwargs):
         super().__init__(**kwargs)
-        self.sequence_length = _validation.positive_int("sequence_length", sequence_length)
+        self.sequence_length = _checks.positive_int("sequence_length", sequence_length)
         if self.sequence_length < 3:
             raise ValueError(
                 f"`sequence_length` must be at least 3 ([CLS] x [SEP]), got {sequence_length}."
             )
-        self.start_id = _validation.non_negative_int("start_id", start_id)
-        self.end_id = _validation.non_negative_int("end_id", end_id)
-        self.pad_id = _validation.non_negative_int("pad_id", pad_id)
+        self.start_id = _checks.non_negative_int("start_id", start_id)
+        self.end_id = _checks.non_negative_int("end_id", end_id)
+        self.pad_id = _checks.non_negative_int("pad_id", pad_id)
 
     def combine(self, inputs):
         """Truncates and joins the segments, without padding.
@@ -96,7 +96,7 @@ class SegmentPacker(PreprocessingLayer):
                 "`sequence_length` must be at least 5 for pairs ([CLS] A [SEP] B [SEP]), got "
                 f"{self.sequence_length}: with fewer, a text of the pair would always be lost."
             )
-        _validation.tensors(  # (B, None) ids, the same B for both segments
+        _checks.tensors(  # (B, None) ids, the same B for both segments
             *((f"inputs[{i}]", s, "B" + "LM"[i], "int") for i, s in enumerate(segments)),
         )
         segments = [

@@ -5,8 +5,8 @@ import os
 
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data.tuning import static_tuning
-from tfnlp.layers import _validation
 
 # int64_list and float_list hold these exactly; other dtypes are refused.
 _INT_DTYPES = (tf.int8, tf.int16, tf.int32, tf.int64, tf.uint8, tf.bool)
@@ -60,7 +60,7 @@ def write_tfrecords(dataset, prefix, num_shards=4):
     >>> [x["ids"].tolist() for x in read_tfrecords(prefix).as_numpy_iterator()]
     [[1, 2], [3, 4], [5, 6]]
     """
-    num_shards = _validation.positive_int("num_shards", num_shards)
+    num_shards = _checks.positive_int("num_shards", num_shards)
     spec = dataset.element_spec
     if not isinstance(spec, dict) or not all(isinstance(s, tf.TensorSpec) for s in spec.values()):
         raise ValueError(f"`dataset` must yield dicts of tensors, got element_spec {spec}.")
@@ -127,8 +127,8 @@ def read_tfrecords(prefix, num_workers=1, worker_index=0):
     Returns:
         `tf.data.Dataset` of dicts with the written dtypes and shapes.
     """
-    num_workers = _validation.positive_int("num_workers", num_workers)
-    worker_index = _validation.non_negative_int("worker_index", worker_index)
+    num_workers = _checks.positive_int("num_workers", num_workers)
+    worker_index = _checks.non_negative_int("worker_index", worker_index)
     if not worker_index < num_workers:
         raise ValueError(f"`worker_index` must be in [0, {num_workers}), got {worker_index}.")
     spec_path = _spec_path(prefix)

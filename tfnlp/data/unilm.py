@@ -4,11 +4,11 @@ import math
 
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data.bert_pretraining import _full_sentence_segments, bert_pretraining_dataset
 from tfnlp.data.pipelines import unilm_seq2seq_dataset
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tuning import _prefetched
-from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 
 
@@ -27,7 +27,7 @@ def objective_counts(batch_size):
     >>> objective_counts(32)
     {'bidirectional': 11, 'left_to_right': 5, 'right_to_left': 5, 'seq2seq': 11}
     """
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    batch_size = _checks.positive_int("batch_size", batch_size)
     third = round(batch_size / 3)
     rest = batch_size - 2 * third
     return {"bidirectional": third, "left_to_right": rest // 2,
@@ -93,7 +93,7 @@ def unilm_pretraining_dataset(
     >>> sorted(next(iter(batches))["objective"].numpy().tolist())
     [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 3, 3]
     """
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    batch_size = _checks.positive_int("batch_size", batch_size)
     batches = bert_pretraining_dataset(
         documents, tokenizer, sequence_length, max_predictions_per_seq, batch_size,
         masking_rate, seed=seed, shuffle_buffer=shuffle_buffer, random_next_probability=0.0,
@@ -162,7 +162,7 @@ def left_to_right_lm_dataset(
     # The packer checks `sequence_length` (at least 3: [CLS], a token, [SEP]).
     packer = SegmentPacker(sequence_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
     sequence_length = packer.sequence_length
-    batch_size = _validation.positive_int("batch_size", batch_size)
+    batch_size = _checks.positive_int("batch_size", batch_size)
     segments = _full_sentence_segments(
         documents, tokenizer, sequence_length - 2, seed=seed, shuffle_buffer=shuffle_buffer
     )
@@ -221,12 +221,12 @@ def unilm_finetuning_dataset(
         `padding_mask` `(B, L)`, `objective` `(B,)`, `masked_positions`,
         `masked_ids`, `masked_weights` `(B, P)`.
     """
-    sequence_length = _validation.positive_int("sequence_length", sequence_length)
-    masking_rate = _validation.fraction("masking_rate", masking_rate, one_allowed=True)
+    sequence_length = _checks.positive_int("sequence_length", sequence_length)
+    masking_rate = _checks.fraction("masking_rate", masking_rate, one_allowed=True)
     if max_predictions is None:
         max_predictions = max(1, math.ceil(masking_rate * sequence_length))
     max_predictions = min(
-        _validation.positive_int("max_predictions", max_predictions), sequence_length
+        _checks.positive_int("max_predictions", max_predictions), sequence_length
     )
     # Packing first: it checks `tokenizer`.
     batches = unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size,

@@ -1,7 +1,6 @@
 """WordPiece vocabularies: learn one from text, save and load `vocab.txt`."""
 
 import collections
-import numbers
 import os
 import warnings
 
@@ -10,6 +9,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import bert_tokenizer
 
+from tfnlp import _checks
 from tfnlp.data import _bert_text, _wordpiece_learner
 from tfnlp.data import _unicode_tables as unicode_tables
 
@@ -211,9 +211,7 @@ def learn_wordpiece_vocabulary(
     >>> vocabulary[:5], "the" in vocabulary, "春" in vocabulary
     (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True, True)
     """
-    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, numbers.Integral):
-        raise ValueError(f"`vocabulary_size` must be an int, got {vocabulary_size!r}.")
-    vocabulary_size = int(vocabulary_size)
+    vocabulary_size = _checks.integer("vocabulary_size", vocabulary_size)
     if vocabulary_size <= len(reserved_tokens):
         raise ValueError(
             f"`vocabulary_size` ({vocabulary_size}) must exceed the number of "

@@ -4,11 +4,11 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data import _bert_text
 from tfnlp.data import vocabulary as vocabulary_lib
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
 from tfnlp.data._tensors import cut_at_character
-from tfnlp.layers import _validation
 
 NORMALIZATIONS = ("bert", "nfkc")
 # BERT's `max_input_chars_per_word` as Hugging Face sets it (Google's code says 200).
@@ -89,7 +89,7 @@ class WordPieceTokenizer(PreprocessingLayer):
             raise ValueError(f"`vocabulary` lacks the special tokens {missing}.")
         if len(set(vocabulary)) != len(vocabulary):
             raise ValueError("`vocabulary` has duplicated tokens.")
-        max_input_bytes = _validation.max_input_bytes(max_input_bytes)
+        max_input_bytes = _checks.max_input_bytes(max_input_bytes)
         if normalization not in NORMALIZATIONS:
             raise ValueError(f"`normalization` must be one of {NORMALIZATIONS}, got {normalization!r}.")
         self.vocabulary = vocabulary
@@ -184,7 +184,7 @@ class WordPieceTokenizer(PreprocessingLayer):
         """
         dense = not isinstance(token_ids, tf.RaggedTensor)
         token_ids = tf.convert_to_tensor(token_ids) if dense else token_ids
-        _validation.tensors(("token_ids", token_ids, None, "int"))
+        _checks.tensors(("token_ids", token_ids, None, "int"))
         rank = token_ids.shape.rank
         if rank is None or rank == 0:
             raise ValueError(

@@ -1,6 +1,5 @@
 """What every exporter shares: argument checks and the TF Serving layout."""
 
-import numbers
 import os
 import uuid
 
@@ -9,15 +8,15 @@ import tensorflow as tf
 # Private, but the only way to trace as tf.saved_model.save does (captured_variables).
 from tensorflow.python.saved_model import save_context
 
+from tfnlp import _checks
 from tfnlp.data.bert_preprocessor import BertPreprocessor
-from tfnlp.layers import _validation
 
 
 def model_setting(model, name):
     """`model.NAME`, else its backbone's, as an int; None where neither says."""
     for owner in (model, getattr(model, "backbone", None)):
         value = getattr(owner, name, None)
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if _checks.is_int(value):
             return int(value)
     return None
 
@@ -98,7 +97,7 @@ def warmup_batch_sizes_checked(sizes):
     """`sizes` as a tuple of positive ints (an empty one: no warm-up file)."""
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
         raise ValueError(f"`warmup_batch_sizes` must be a tuple of batch sizes, got {sizes!r}.")
-    return tuple(_validation.positive_int("warmup_batch_sizes", size) for size in sizes)
+    return tuple(_checks.positive_int("warmup_batch_sizes", size) for size in sizes)
 
 
 def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATCH_SIZES):
@@ -130,7 +129,7 @@ def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATC
     Returns:
         The path of the written version.
     """
-    version = _validation.positive_int("version", version)
+    version = _checks.positive_int("version", version)
     warmup_batch_sizes = warmup_batch_sizes_checked(warmup_batch_sizes)
     path = os.path.join(export_dir, str(version))
     root = tf.Module(name=module.name)

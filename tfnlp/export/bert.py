@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.export._common import (
     WARMUP_BATCH_SIZES,
@@ -12,7 +13,6 @@ from tfnlp.export._common import (
     save,
     takes_pairs,
 )
-from tfnlp.layers import _validation
 
 
 class BackboneServingModule(tf.Module):
@@ -116,11 +116,11 @@ class FillMaskServingModule(tf.Module):
         check_preprocessor(preprocessor, pretrainer)
         self.pretrainer = pretrainer
         self.preprocessor = preprocessor
-        self.top_k = _validation.positive_int("top_k", top_k)
+        self.top_k = _checks.positive_int("top_k", top_k)
         size = preprocessor.tokenizer.vocabulary_size()
         if self.top_k > size:
             raise ValueError(f"`top_k` must be at most the vocabulary size ({size}), got {top_k}.")
-        self.max_masks = _validation.positive_int("max_masks", max_masks)
+        self.max_masks = _checks.positive_int("max_masks", max_masks)
         self.vocabulary = tf.constant(preprocessor.tokenizer.get_vocabulary())
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])

@@ -3,8 +3,8 @@
 import keras
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.export._common import WARMUP_BATCH_SIZES, batch_of_texts, save
-from tfnlp.layers import _validation
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.models.elmo import ELMoBiLM, ELMoEmbedder, checked_max_tokens, sentence_character_ids
 
@@ -88,7 +88,7 @@ class ELMoServingModule(tf.Module):
             name="elmo_serving_graph",
         )
         self.max_characters = bilm.max_characters
-        self.max_input_bytes = _validation.max_input_bytes(max_input_bytes)
+        self.max_input_bytes = _checks.max_input_bytes(max_input_bytes)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):

@@ -5,9 +5,9 @@ import os
 
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.export._common import WARMUP_BATCH_SIZES, batch_of_texts, save
-from tfnlp.layers import _validation
 from tfnlp.models.transformer_seq2seq import (
     DEFAULT_TEXT_LENGTH,
     TransformerSeq2Seq,
@@ -124,7 +124,7 @@ class Seq2SeqServingModule(tf.Module):
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
-        self.source_length = _validation.positive_int("source_length", source_length)
+        self.source_length = _checks.positive_int("source_length", source_length)
         if self.source_length < (3 if self.is_unilm else 2):
             raise ValueError(
                 f"`source_length` must leave room for one token besides [CLS]/[SEP], got "

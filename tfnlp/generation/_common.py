@@ -1,12 +1,9 @@
 """What greedy and beam search share: argument checks, n-gram blocking."""
 
-import math
-import numbers
 
 import tensorflow as tf
 
-from tfnlp import _devices
-from tfnlp.layers import _validation
+from tfnlp import _checks, _devices
 
 # Added to the log-probability of a banned token: finite (no inf - inf = NaN
 # when scores are combined) yet far below any real log-probability.
@@ -15,19 +12,10 @@ BANNED = -1e9
 
 def check_arguments(max_length, no_repeat_ngram_size, **token_ids):
     """Checks the search settings; `token_ids` are named ids (`end_id=3`, ...)."""
-    max_length = _validation.positive_int("max_length", max_length)
+    max_length = _checks.positive_int("max_length", max_length)
     for name, value in token_ids.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-            raise ValueError(f"`{name}` must be a non-negative int token id, got {value!r}.")
-    if (
-        isinstance(no_repeat_ngram_size, bool)
-        or not isinstance(no_repeat_ngram_size, numbers.Integral)
-        or no_repeat_ngram_size < 0
-    ):
-        raise ValueError(
-            "`no_repeat_ngram_size` must be an int >= 0 (0 turns blocking off), got "
-            f"{no_repeat_ngram_size!r}."
-        )
+        _checks.non_negative_int(name, value, note="a token id")
+    _checks.non_negative_int("no_repeat_ngram_size", no_repeat_ngram_size, note="0 turns blocking off")
     return max_length
 
 
@@ -37,13 +25,7 @@ def check_length_penalty(length_penalty):
     (A NaN or infinite exponent turned every score into NaN or 0, so beam
     search returned empty, unranked hypotheses.)
     """
-    if (
-        isinstance(length_penalty, bool)
-        or not isinstance(length_penalty, numbers.Real)
-        or not math.isfinite(length_penalty)
-    ):
-        raise ValueError(f"`length_penalty` must be a finite float, got {length_penalty!r}.")
-    return float(length_penalty)
+    return _checks.finite_float("length_penalty", length_penalty)
 
 
 def resolve_jit_compile(jit_compile):

@@ -3,8 +3,8 @@
 import numpy as np
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.generation import _common
-from tfnlp.layers import _validation
 
 
 def length_penalty_factor(length, alpha):
@@ -107,7 +107,7 @@ def beam_search(
     )
     end_id, pad_id, no_repeat_ngram_size = int(end_id), int(pad_id), int(no_repeat_ngram_size)
     step_fn = _common.checked_step(step_fn, end_id)
-    beam_size = _validation.positive_int("beam_size", beam_size)
+    beam_size = _checks.positive_int("beam_size", beam_size)
     if tf.is_tensor(early_stopping):  # a bool scalar, e.g. a signature's input
         if early_stopping.dtype != tf.bool or early_stopping.shape.rank != 0:
             raise ValueError(f"`early_stopping` must be a bool scalar, got {early_stopping!r}.")

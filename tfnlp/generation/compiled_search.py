@@ -7,11 +7,11 @@ import random
 import numpy as np
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.generation import _common
 from tfnlp.generation import sampling as sampling_lib
 from tfnlp.generation.beam_search import beam_search
 from tfnlp.generation.greedy_search import greedy_loop
-from tfnlp.layers import _validation
 
 
 def check_source(token_ids, padding_mask, name):
@@ -161,7 +161,7 @@ class CompiledSearch:
         # The model's own ids first: UniLM passes its mask_id as start_id too.
         _common.check_arguments(max_length, no_repeat_ngram_size, **model_ids,
                                 start_id=start_id, end_id=end_id, pad_id=pad_id)
-        beam_size = _validation.positive_int("beam_size", beam_size)
+        beam_size = _checks.positive_int("beam_size", beam_size)
         jit_compile = _common.resolve_jit_compile(jit_compile)
         length_penalty = _common.check_length_penalty(length_penalty)
         max_length = int(max_length)

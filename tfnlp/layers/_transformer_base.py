@@ -3,7 +3,8 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation, activations
+from tfnlp import _checks
+from tfnlp.layers import activations
 from tfnlp.layers._keras_masks import without_keras_mask
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
@@ -26,20 +27,20 @@ class TransformerBlockBase(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_heads = _validation.positive_int("num_heads", num_heads)
-        self.intermediate_dim = _validation.positive_int("intermediate_dim", intermediate_dim)
-        self.dropout = _validation.rate("dropout", dropout)
-        self.activation = _validation.activation("activation", activation)
-        self.layer_norm_epsilon = _validation.positive_float(
+        self.num_heads = _checks.positive_int("num_heads", num_heads)
+        self.intermediate_dim = _checks.positive_int("intermediate_dim", intermediate_dim)
+        self.dropout = _checks.rate("dropout", dropout)
+        self.activation = _checks.activation("activation", activation)
+        self.layer_norm_epsilon = _checks.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon
         )
         self.norm_first = bool(norm_first)
-        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
-        self.bias_initializer = _validation.initializer("bias_initializer", bias_initializer)
+        self.kernel_initializer = _checks.initializer("kernel_initializer", kernel_initializer)
+        self.bias_initializer = _checks.initializer("bias_initializer", bias_initializer)
         self.supports_masking = True
 
     def _hidden_dim(self, name, shape):
-        hidden_dim = _validation.last_dim(name, shape)
+        hidden_dim = _checks.last_dim(name, shape)
         if hidden_dim % self.num_heads:
             raise ValueError(
                 f"The hidden size of `{name}` ({hidden_dim}) must be divisible by "
@@ -49,14 +50,14 @@ class TransformerBlockBase(keras.layers.Layer):
         return hidden_dim
 
     def _check_call(self, entries, **known):
-        """Checks `(name, value, pattern)` call arguments (see `_validation.tensors`).
+        """Checks `(name, value, pattern)` call arguments (see `_checks.tensors`).
 
         Masks may be bool, int or float, positions int, the rest must be
         float. `D` is the hidden size the block was built for; caches are
         `(B, C, M, H, K)`.
         """
         kinds = {"mask": "mask", "positions": "int"}
-        _validation.tensors(
+        _checks.tensors(
             *((name, value, pattern, kinds.get(name.rsplit("_", 1)[-1], "float"))
               for name, value, pattern in entries),
             ranks_known=True,  # the projections and norms need them

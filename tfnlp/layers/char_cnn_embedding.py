@@ -1,11 +1,10 @@
 """ELMo's context-independent token vectors from characters."""
 
-import numbers
 
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.layers.highway import Highway
 
 # The n-gram filters of the original ELMo: (width, count), 2048 in all.
@@ -13,7 +12,7 @@ ELMO_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 102
 
 
 def _positive_int(value):
-    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value > 0
+    return _checks.is_int(value) and value > 0
 
 
 def _check_filters(filters):
@@ -85,16 +84,16 @@ class CharCNNEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.output_dim = _validation.positive_int("output_dim", output_dim)
+        self.output_dim = _checks.positive_int("output_dim", output_dim)
         self.filters = _check_filters(filters)
-        self.character_vocabulary_size = _validation.positive_int(
+        self.character_vocabulary_size = _checks.positive_int(
             "character_vocabulary_size", character_vocabulary_size
         )
-        self.character_dim = _validation.positive_int("character_dim", character_dim)
-        self.num_highway_layers = _validation.non_negative_int(
+        self.character_dim = _checks.positive_int("character_dim", character_dim)
+        self.num_highway_layers = _checks.non_negative_int(
             "num_highway_layers", num_highway_layers
         )
-        self.activation = _validation.activation("activation", activation)
+        self.activation = _checks.activation("activation", activation)
         self.num_features = sum(n for _, n in self.filters)
 
         self.character_embedding = keras.layers.Embedding(
@@ -140,8 +139,8 @@ class CharCNNEmbedding(keras.layers.Layer):
         self.built = True
 
     def call(self, character_ids):
-        _validation.tensors(("character_ids", character_ids, "BTC", "int"))
-        character_ids = _validation.ids_in_range(
+        _checks.tensors(("character_ids", character_ids, "BTC", "int"))
+        character_ids = _checks.ids_in_range(
             "character_ids", character_ids, self.character_vocabulary_size,
             "`character_vocabulary_size`",
         )

@@ -3,8 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp import _devices
-from tfnlp.layers import _validation
+from tfnlp import _checks, _devices
 
 _LEVELS = 1 << 16
 
@@ -62,7 +61,7 @@ class Dropout(keras.layers.Dropout):
         if not training or self.rate == 0:
             return inputs
         inputs = tf.convert_to_tensor(inputs)
-        _validation.tensors(("inputs", inputs, None, "float"))  # ints would not be rescaled
+        _checks.tensors(("inputs", inputs, None, "float"))  # ints would not be rescaled
         if self.noise_shape is not None and inputs.shape.rank is not None:
             _check_noise_shape(self.noise_shape, inputs.shape)
         if self.rate >= 1:

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -41,12 +41,12 @@ class Highway(keras.layers.Layer):
 
     def __init__(self, activation="relu", gate_bias=-2.0, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.activation = _validation.activation("activation", activation)
-        self.gate_bias = _validation.finite_float("gate_bias", gate_bias)
-        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
+        self.activation = _checks.activation("activation", activation)
+        self.gate_bias = _checks.finite_float("gate_bias", gate_bias)
+        self.kernel_initializer = _checks.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape):
-        width = _validation.last_dim("inputs", inputs_shape)
+        width = _checks.last_dim("inputs", inputs_shape)
         # One (width, 2 * width) kernel: the transform and the gate in one matmul.
         self.kernel = self.add_weight(
             name="kernel", shape=(width, 2 * width), initializer=self.kernel_initializer
@@ -60,7 +60,7 @@ class Highway(keras.layers.Layer):
 
     def call(self, inputs):
         width = self.kernel.shape[0]
-        _validation.tensors(("inputs", inputs, "...W", "float"), W=width)
+        _checks.tensors(("inputs", inputs, "...W", "float"), W=width)
         flat = tf.reshape(inputs, [-1, width])
         projected = tf.matmul(flat, tf.cast(self.kernel, flat.dtype)) + tf.cast(self.bias, flat.dtype)
         transform = self.activation(projected[:, :width])

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -49,11 +49,11 @@ class LayerNormalization(keras.layers.LayerNormalization):
     """
 
     def __init__(self, axis=-1, epsilon=1e-3, **kwargs):
-        epsilon = _validation.positive_float("epsilon", epsilon)
+        epsilon = _checks.positive_float("epsilon", epsilon)
         super().__init__(axis=axis, epsilon=epsilon, **kwargs)
 
     def call(self, inputs):
-        _validation.tensors(("inputs", inputs, None, "number"))
+        _checks.tensors(("inputs", inputs, None, "number"))
         axis = self.axis if isinstance(self.axis, int) else (
             self.axis[0] if len(self.axis) == 1 else None
         )
@@ -62,7 +62,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
             self.center and self.scale
         ):
             return super().call(inputs)
-        _validation.tensors(("inputs", inputs, "...D", None), D=self.gamma.shape[0])
+        _checks.tensors(("inputs", inputs, "...D", None), D=self.gamma.shape[0])
         # float16/bfloat16 are normalized in float32 (as Keras); float64 stays float64.
         dtype = tf.float64 if inputs.dtype == tf.float64 else tf.float32
         normalized = _normalize(tf.cast(inputs, dtype), float(self.epsilon))

@@ -3,7 +3,8 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation, _vocabulary, activations
+from tfnlp import _checks
+from tfnlp.layers import _vocabulary, activations
 from tfnlp.layers.layer_normalization import LayerNormalization
 
 
@@ -64,16 +65,16 @@ class MaskedLMHead(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        self.token_embedding = _validation.tied_embedding(token_embedding, self.vocabulary_size)
-        self.activation = _validation.activation("activation", activation)
-        self.layer_norm_epsilon = _validation.positive_float(
+        self.vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
+        self.token_embedding = _checks.tied_embedding(token_embedding, self.vocabulary_size)
+        self.activation = _checks.activation("activation", activation)
+        self.layer_norm_epsilon = _checks.positive_float(
             "layer_norm_epsilon", layer_norm_epsilon
         )
-        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
+        self.kernel_initializer = _checks.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape, masked_positions_shape=None):
-        hidden_dim = _validation.last_dim("inputs", inputs_shape)
+        hidden_dim = _checks.last_dim("inputs", inputs_shape)
         if self.token_embedding is not None and self.token_embedding.output_dim != hidden_dim:
             raise ValueError(
                 f"The tied `token_embedding` has width {self.token_embedding.output_dim}, "
@@ -103,14 +104,14 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, masked_positions=None):
-        _validation.tensors(
+        _checks.tensors(
             ("inputs", inputs, "BTH", "float"),
             ("masked_positions", masked_positions, "BP", "int"),
             H=self._transform.kernel.shape[0],
         )
         gathered = inputs
         if masked_positions is not None:
-            masked_positions = _validation.positions_in_range(
+            masked_positions = _checks.positions_in_range(
                 "masked_positions", masked_positions, inputs, "the length of `inputs`"
             )
             gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)

@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import keras_mask, without_keras_mask
 from tfnlp.layers.dropout import Dropout, apply_keep_mask
@@ -146,15 +146,15 @@ class MultiHeadAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.num_heads = _validation.positive_int("num_heads", num_heads)
-        self.key_dim = _validation.positive_int("key_dim", key_dim)
-        self.value_dim = _validation.positive_int("value_dim", value_dim, allow_none=True)
-        self.output_dim = _validation.positive_int("output_dim", output_dim, allow_none=True)
-        self.dropout = _validation.rate("dropout", dropout)
+        self.num_heads = _checks.positive_int("num_heads", num_heads)
+        self.key_dim = _checks.positive_int("key_dim", key_dim)
+        self.value_dim = _checks.positive_int("value_dim", value_dim, allow_none=True)
+        self.output_dim = _checks.positive_int("output_dim", output_dim, allow_none=True)
+        self.dropout = _checks.rate("dropout", dropout)
         self.use_bias = bool(use_bias)
-        self.scale = _validation.positive_float("scale", scale, allow_none=True)
-        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
-        self.bias_initializer = _validation.initializer("bias_initializer", bias_initializer)
+        self.scale = _checks.positive_float("scale", scale, allow_none=True)
+        self.kernel_initializer = _checks.initializer("kernel_initializer", kernel_initializer)
+        self.bias_initializer = _checks.initializer("bias_initializer", bias_initializer)
         self.supports_masking = True  # the output carries the query's mask
 
     @property
@@ -177,9 +177,9 @@ class MultiHeadAttention(keras.layers.Layer):
         )
 
     def build(self, query_shape, value_shape, key_shape=None):
-        query_size = _validation.last_dim("query", query_shape)
-        value_size = _validation.last_dim("value", value_shape)
-        key_size = value_size if key_shape is None else _validation.last_dim("key", key_shape)
+        query_size = _checks.last_dim("query", query_shape)
+        value_size = _checks.last_dim("value", value_shape)
+        key_size = value_size if key_shape is None else _checks.last_dim("key", key_shape)
         self._input_sizes = {"Q": query_size, "V": value_size, "K": key_size}  # checked per call
         self._query_dense = self._projection("query", self.key_dim)
         self._query_dense.build((None, None, query_size))
@@ -249,7 +249,7 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         # A cross-attention cache replaces `value` and `key` (they go unused).
         uses_inputs = cache is None or cache_update_index is not None
-        _validation.tensors(
+        _checks.tensors(
             ("query", query, "BTQ", "number"),
             ("value", value if uses_inputs else None, "BSV", "number"),
             ("key", key if uses_inputs else None, "BSK", "number"),
@@ -451,7 +451,7 @@ def _merge_heads(layer, context):
 
 def _check_cache_room(start_index, new_length, slots):
     """Fails when tokens `start_index .. start_index + new_length - 1` overflow the cache."""
-    start_index = _validation.static_index("cache_update_index", start_index)
+    start_index = _checks.static_index("cache_update_index", start_index)
     if start_index is not None and new_length is not None and slots is not None:
         if start_index + new_length > slots:
             raise ValueError(

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -51,12 +51,12 @@ class PositionEmbedding(keras.layers.Layer):
 
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        self.sequence_length = _validation.positive_int("sequence_length", sequence_length)
-        self.initializer = _validation.initializer("initializer", initializer)
+        self.sequence_length = _checks.positive_int("sequence_length", sequence_length)
+        self.initializer = _checks.initializer("initializer", initializer)
         self.supports_masking = True  # the mask of the inputs passes through
 
     def build(self, inputs_shape):
-        feature_size = _validation.last_dim("inputs", inputs_shape)
+        feature_size = _checks.last_dim("inputs", inputs_shape)
         self.position_embeddings = self.add_weight(
             name="embeddings",
             shape=(self.sequence_length, feature_size),
@@ -66,11 +66,11 @@ class PositionEmbedding(keras.layers.Layer):
         super().build(inputs_shape)
 
     def call(self, inputs, start_index=0):
-        _validation.tensors(("inputs", inputs, "...TD", None), D=self.position_embeddings.shape[1])
+        _checks.tensors(("inputs", inputs, "...TD", None), D=self.position_embeddings.shape[1])
         shape = tf.shape(inputs)
         length = shape[-2]
         static_length = inputs.shape[-2]
-        static_start = _validation.static_index("start_index", start_index)
+        static_start = _checks.static_index("start_index", start_index)
         if (
             static_length is not None
             and static_start is not None

@@ -3,12 +3,11 @@
 import keras
 import tensorflow as tf
 
-from tfnlp import _devices
-from tfnlp.layers import _validation
+from tfnlp import _checks, _devices
 
 
 def _clip(name, value):
-    return _validation.positive_float(name, value, allow_none=True)
+    return _checks.positive_float(name, value, allow_none=True)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -90,15 +89,15 @@ class ProjectedLSTM(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.units = _validation.positive_int("units", units)
-        self.projection_dim = _validation.positive_int("projection_dim", projection_dim, allow_none=True)
+        self.units = _checks.positive_int("units", units)
+        self.projection_dim = _checks.positive_int("projection_dim", projection_dim, allow_none=True)
         self.cell_clip = _clip("cell_clip", cell_clip)
         self.projection_clip = _clip("projection_clip", projection_clip)
         if self.projection_clip is not None and self.projection_dim is None:
             raise ValueError("`projection_clip` needs a `projection_dim`.")
         self.go_backwards = bool(go_backwards)
         self.unroll = bool(unroll)
-        initializer = _validation.initializer
+        initializer = _checks.initializer
         self.kernel_initializer = initializer("kernel_initializer", kernel_initializer)
         self.recurrent_initializer = initializer("recurrent_initializer", recurrent_initializer)
         self.projection_initializer = initializer("projection_initializer", projection_initializer)
@@ -106,7 +105,7 @@ class ProjectedLSTM(keras.layers.Layer):
         self.output_dim = self.projection_dim or self.units
 
     def build(self, inputs_shape, padding_mask_shape=None):
-        input_dim = _validation.last_dim("inputs", inputs_shape)
+        input_dim = _checks.last_dim("inputs", inputs_shape)
         if len(inputs_shape) != 3:
             raise ValueError(f"`inputs` must have rank 3 (batch, steps, features), got {inputs_shape}.")
         units = self.units
@@ -148,7 +147,7 @@ class ProjectedLSTM(keras.layers.Layer):
         return cell, output
 
     def call(self, inputs, padding_mask=None):
-        _validation.tensors(
+        _checks.tensors(
             ("inputs", inputs, "BTD", "number"),
             ("padding_mask", padding_mask, "BT", "mask"),
             D=self.kernel.shape[0],

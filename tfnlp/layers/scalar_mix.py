@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -52,11 +52,11 @@ class ScalarMix(keras.layers.Layer):
                     f"`initial_weights` must be a list of numbers, got {initial_weights!r}."
                 )
             initial_weights = [
-                _validation.finite_float(f"initial_weights[{i}]", w)
+                _checks.finite_float(f"initial_weights[{i}]", w)
                 for i, w in enumerate(initial_weights)
             ]
         self.initial_weights = initial_weights
-        self.initial_scale = _validation.finite_float("initial_scale", initial_scale)
+        self.initial_scale = _checks.finite_float("initial_scale", initial_scale)
         self.layer_norm = bool(layer_norm)
 
     def build(self, inputs_shape, padding_mask_shape=None):
@@ -96,7 +96,7 @@ class ScalarMix(keras.layers.Layer):
     def call(self, inputs, padding_mask=None):
         rank = tf.TensorShape(inputs.shape).rank
         middle = "TUVWXYZ"[: max((rank or 3) - 3, 0)]  # the "..." axes of (B, L, ..., D)
-        _validation.tensors(
+        _checks.tensors(
             ("inputs", inputs, "BL" + middle + "D", "number"),
             ("padding_mask", padding_mask, None if rank is None else "B" + middle, "mask"),
             L=(self.layer_weights.shape[0], "the layers the mix was built for"),

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -42,13 +42,13 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 
     def __init__(self, max_wavelength=10000.0, **kwargs):
         super().__init__(**kwargs)
-        self.max_wavelength = _validation.positive_float("max_wavelength", max_wavelength)
+        self.max_wavelength = _checks.positive_float("max_wavelength", max_wavelength)
         self.supports_masking = True  # the mask of the inputs passes through
         self.built = True
 
     def call(self, inputs, start_index=0):
-        _validation.tensors(("inputs", inputs, "...TD", None))
-        _validation.static_index("start_index", start_index)  # a known index must be >= 0
+        _checks.tensors(("inputs", inputs, "...TD", None))
+        _checks.static_index("start_index", start_index)  # a known index must be >= 0
         shape = tf.shape(inputs)
         length, depth = shape[-2], shape[-1]
         positions = tf.cast(tf.range(length) + tf.cast(start_index, tf.int32), tf.float32)

@@ -3,7 +3,8 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation, _vocabulary
+from tfnlp import _checks
+from tfnlp.layers import _vocabulary
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -50,13 +51,13 @@ class TokenLogits(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        self.token_embedding = _validation.tied_embedding(token_embedding, self.vocabulary_size)
+        self.vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
+        self.token_embedding = _checks.tied_embedding(token_embedding, self.vocabulary_size)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = _validation.initializer("kernel_initializer", kernel_initializer)
+        self.kernel_initializer = _checks.initializer("kernel_initializer", kernel_initializer)
 
     def build(self, inputs_shape):
-        hidden_dim = _validation.last_dim("inputs", inputs_shape)
+        hidden_dim = _checks.last_dim("inputs", inputs_shape)
         if self.token_embedding is not None:
             if self.token_embedding.output_dim != hidden_dim:
                 raise ValueError(
@@ -79,7 +80,7 @@ class TokenLogits(keras.layers.Layer):
         hidden_dim = (
             self.kernel.shape[0] if self.token_embedding is None else self.token_embedding.output_dim
         )
-        _validation.tensors(("inputs", inputs, "...H", "float"), H=hidden_dim)
+        _checks.tensors(("inputs", inputs, "...H", "float"), H=hidden_dim)
         # One 2-D matmul over all positions (a batched matmul would broadcast
         # the vocabulary matrix, see MaskedLMHead).
         flat = tf.reshape(inputs, [-1, tf.shape(inputs)[-1]])  # (N, H)

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import keras_mask, key_padding_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
@@ -147,7 +147,7 @@ class TransformerBlock(TransformerBlockBase):
         )
 
         if output_positions is not None:
-            output_positions = _validation.positions_in_range(
+            output_positions = _checks.positions_in_range(
                 "output_positions", output_positions, inputs, "the length of `inputs`"
             )
             mask = _query_rows(mask, output_positions, inputs)

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers._keras_masks import key_padding_mask, without_keras_mask
 from tfnlp.layers._transformer_base import TransformerBlockBase
@@ -83,7 +83,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
         self._cross_attention = None
         self._encoder_size = None
         if encoder_sequence_shape is not None:
-            self._encoder_size = _validation.last_dim("encoder_sequence", encoder_sequence_shape)
+            self._encoder_size = _checks.last_dim("encoder_sequence", encoder_sequence_shape)
             self._cross_attention, self._cross_attention_norm, self._cross_attention_dropout = (
                 self._build_attention(
                     "cross_attention", hidden_dim, decoder_sequence_shape, encoder_sequence_shape

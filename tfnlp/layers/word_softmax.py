@@ -1,12 +1,11 @@
 """Softmax over a word vocabulary: sampled while training, full otherwise."""
 
 import math
-import numbers
 
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -58,23 +57,21 @@ class WordSoftmax(keras.layers.Layer):
 
     def __init__(self, vocabulary_size, num_sampled=None, seed=0, kernel_initializer=None, **kwargs):
         super().__init__(**kwargs)
-        self.vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        self.num_sampled = _validation.positive_int("num_sampled", num_sampled, allow_none=True)
+        self.vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
+        self.num_sampled = _checks.positive_int("num_sampled", num_sampled, allow_none=True)
         if self.num_sampled is not None and self.num_sampled >= self.vocabulary_size:
             raise ValueError(
                 f"`num_sampled` ({self.num_sampled}) must be smaller than `vocabulary_size` "
                 f"({self.vocabulary_size}); use `num_sampled=None` for the full softmax."
             )
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise ValueError(f"`seed` must be an integer, got {seed!r}.")
-        self.seed = int(seed)
-        self.kernel_initializer = _validation.initializer(
+        self.seed = _checks.integer("seed", seed)
+        self.kernel_initializer = _checks.initializer(
             "kernel_initializer", kernel_initializer or keras.initializers.RandomNormal(stddev=0.02)
         )
         self.seed_generator = keras.random.SeedGenerator(self.seed, name="candidate_seed")
 
     def build(self, inputs_shape, target_ids_shape=None):
-        hidden_dim = _validation.last_dim("inputs", inputs_shape)
+        hidden_dim = _checks.last_dim("inputs", inputs_shape)
         # Never auto-cast: rows are gathered first, then cast (cheap), and the
         # full softmax runs in float32.
         self.kernel = self.add_weight(
@@ -148,12 +145,12 @@ class WordSoftmax(keras.layers.Layer):
     def call(self, inputs, target_ids, training=None):
         rank = tf.TensorShape(inputs.shape).rank
         lead = "BTUVWXYZ"[: max((rank or 1) - 1, 0)]  # the axes of `target_ids`
-        _validation.tensors(
+        _checks.tensors(
             ("inputs", inputs, lead + "H", "number"),
             ("target_ids", target_ids, None if rank is None else lead, "int"),
             H=self.kernel.shape[1],
         )
-        target_ids = _validation.ids_in_range(
+        target_ids = _checks.ids_in_range(
             "target_ids", target_ids, self.vocabulary_size, "`vocabulary_size`"
         )
         if training and self.num_sampled is not None:

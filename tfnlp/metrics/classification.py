@@ -1,8 +1,9 @@
 """Classification scores: accuracy, per-class precision/recall/F1, confusion matrix."""
 
-import numbers
 
 import numpy as np
+
+from tfnlp import _checks
 
 
 def classification_report(labels, predictions, label_names):
@@ -109,7 +110,7 @@ def _checked_ids(name, ids, classes):
         raise ValueError(f"`{name}` must be 1-D class ids, got shape {ids.shape}{hint}.")
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
         if ids.dtype == object and all(
-            isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in ids
+            _checks.is_int(i) for i in ids
         ):
             ids = ids.astype(np.int64)
         else:

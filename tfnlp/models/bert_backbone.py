@@ -5,7 +5,7 @@ import copy
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
@@ -24,7 +24,7 @@ BERT_PRESETS = {
 
 
 def input_specs(vocabulary_size, num_segments):
-    """`{input: (shape, id bound, its name)}` of BERT-style inputs, see `_validation.model_inputs`."""
+    """`{input: (shape, id bound, its name)}` of BERT-style inputs, see `_checks.model_inputs`."""
     return {
         "token_ids": ("BT", vocabulary_size, "`vocabulary_size`"),
         "segment_ids": ("BT", num_segments, "`num_segments`"),
@@ -102,17 +102,17 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         layer_norm_epsilon=1e-12,
         **kwargs,
     ):
-        vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
-        num_layers = _validation.positive_int("num_layers", num_layers)
-        num_heads = _validation.positive_int("num_heads", num_heads)
-        hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
-        intermediate_dim = _validation.positive_int(
+        vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
+        num_layers = _checks.positive_int("num_layers", num_layers)
+        num_heads = _checks.positive_int("num_heads", num_heads)
+        hidden_dim = _checks.positive_int("hidden_dim", hidden_dim)
+        intermediate_dim = _checks.positive_int(
             "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
         )
-        dropout = _validation.rate("dropout", dropout)
-        max_sequence_length = _validation.positive_int("max_sequence_length", max_sequence_length)
-        num_segments = _validation.positive_int("num_segments", num_segments)
-        layer_norm_epsilon = _validation.positive_float("layer_norm_epsilon", layer_norm_epsilon)
+        dropout = _checks.rate("dropout", dropout)
+        max_sequence_length = _checks.positive_int("max_sequence_length", max_sequence_length)
+        num_segments = _checks.positive_int("num_segments", num_segments)
+        layer_norm_epsilon = _checks.positive_float("layer_norm_epsilon", layer_norm_epsilon)
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
@@ -180,20 +180,20 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         specs = {**self._input_specs(), **{
             name: (pattern, None, None) for name, pattern in position_inputs.items()
         }}
-        with _validation.errors_without_input_dump():
-            inputs = _validation.model_inputs(
+        with _checks.errors_without_input_dump():
+            inputs = _checks.model_inputs(
                 inputs, specs, limits={"T": (self.max_sequence_length, "max_sequence_length")},
             )
-            inputs = _validation.has_positions(inputs, {
+            inputs = _checks.has_positions(inputs, {
                 "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
             })
-        if not isinstance(inputs, dict) or _validation.in_symbolic_scope():
+        if not isinstance(inputs, dict) or _checks.in_symbolic_scope():
             return inputs  # Keras names what is wrong / its shape-only pass
         token_ids = inputs.get("token_ids")
         for name in position_inputs:
             value = inputs.get(name)
             if tf.is_tensor(token_ids) and tf.is_tensor(value):
-                inputs[name] = _validation.positions_in_range(
+                inputs[name] = _checks.positions_in_range(
                     name, value, token_ids, "the length of `token_ids`"
                 )
         return inputs

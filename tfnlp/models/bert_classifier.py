@@ -2,7 +2,7 @@
 
 import keras
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
@@ -75,7 +75,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
         if not isinstance(backbone, BertBackbone):
             raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
         num_classes, labels = classifier_size(num_classes, labels)
-        dropout = _validation.rate("dropout", dropout)
+        dropout = _checks.rate("dropout", dropout)
         preprocessor = checked_preprocessor(
             preprocessor, backbone.vocabulary_size, backbone.max_sequence_length
         )

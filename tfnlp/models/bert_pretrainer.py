@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
-from tfnlp.layers import _validation
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
@@ -245,7 +245,7 @@ class BertPretrainer(CallsBackboneLayers, Task):
                 "`y` must be None when `x` holds documents: the masked-LM labels (and the "
                 "next-sentence ones) come from masking the documents."
             )
-        batch_size = _validation.positive_int("batch_size", batch_size or DEFAULT_BATCH_SIZE)
+        batch_size = _checks.positive_int("batch_size", batch_size or DEFAULT_BATCH_SIZE)
         settings = {
             "tokenizer": self.tokenizer,
             "sequence_length": self.sequence_length,
@@ -298,7 +298,7 @@ def _text_sizes(sequence_length, max_predictions, table, has_tokenizer):
     """`(sequence_length, max_predictions_per_seq)`, defaulted with a tokenizer and checked."""
     if has_tokenizer and sequence_length is None:
         sequence_length = min(DEFAULT_SEQUENCE_LENGTH, table)
-    sequence_length = _validation.positive_int("sequence_length", sequence_length, allow_none=True)
+    sequence_length = _checks.positive_int("sequence_length", sequence_length, allow_none=True)
     if sequence_length is not None:
         if sequence_length < 5:  # [CLS] A [SEP] B [SEP]
             raise ValueError(f"`sequence_length` must be at least 5, got {sequence_length}.")
@@ -309,7 +309,7 @@ def _text_sizes(sequence_length, max_predictions, table, has_tokenizer):
             )
         if has_tokenizer and max_predictions is None:
             max_predictions = math.ceil(MASKING_RATE * sequence_length)
-    max_predictions = _validation.positive_int(
+    max_predictions = _checks.positive_int(
         "max_predictions_per_seq", max_predictions, allow_none=True
     )
     return sequence_length, max_predictions

@@ -3,9 +3,9 @@
 import keras
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data.elmo import character_ids as words_to_character_ids
 from tfnlp.data.elmo import sentence_tokens
-from tfnlp.layers import _validation
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS, CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
@@ -83,12 +83,12 @@ def _checked_characters(inputs, max_characters):
     `CharCNNEmbedding` checks the ids' range when it is called on them.
     """
     specs = {"character_ids": ("BTC", None, None)}
-    return _validation.model_inputs(inputs, specs, C=(max_characters, "`max_characters`"))
+    return _checks.model_inputs(inputs, specs, C=(max_characters, "`max_characters`"))
 
 
 def checked_max_tokens(max_tokens, allow_none=False):
     """`max_tokens` (tokens per text, `<S>` and `</S>` included) if it leaves room for a word."""
-    max_tokens = _validation.positive_int("max_tokens", max_tokens, allow_none=allow_none)
+    max_tokens = _checks.positive_int("max_tokens", max_tokens, allow_none=allow_none)
     if max_tokens is not None and max_tokens < 3:
         raise ValueError(
             f"`max_tokens` must leave room for one word besides <S> and </S>, got {max_tokens}."
@@ -220,11 +220,11 @@ class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksIn
         unroll=False,
         **kwargs,
     ):
-        word_vocabulary_size = _validation.positive_int("word_vocabulary_size", word_vocabulary_size)
-        num_layers = _validation.positive_int("num_layers", num_layers)
-        projection_dim = _validation.positive_int("projection_dim", projection_dim)
-        max_characters = _validation.positive_int("max_characters", max_characters)
-        dropout = _validation.rate("dropout", dropout)
+        word_vocabulary_size = _checks.positive_int("word_vocabulary_size", word_vocabulary_size)
+        num_layers = _checks.positive_int("num_layers", num_layers)
+        projection_dim = _checks.positive_int("projection_dim", projection_dim)
+        max_characters = _checks.positive_int("max_characters", max_characters)
+        dropout = _checks.rate("dropout", dropout)
         dtype = kwargs.pop("dtype", None)
         kwargs.setdefault("name", "elmo_bilm")
 
@@ -497,9 +497,9 @@ class ELMoEmbedder(Task):
             bilm = keras.saving.deserialize_keras_object(bilm)
         if not isinstance(bilm, ELMoBiLM):
             raise ValueError(f"`bilm` must be an ELMoBiLM, got {type(bilm).__name__}.")
-        dropout = _validation.rate("dropout", dropout)
+        dropout = _checks.rate("dropout", dropout)
         max_tokens = checked_max_tokens(max_tokens, allow_none=True)
-        max_input_bytes = _validation.max_input_bytes(max_input_bytes)
+        max_input_bytes = _checks.max_input_bytes(max_input_bytes)
         kwargs.setdefault("name", "elmo_embedder")
         trainable_bilm = bool(trainable_bilm)
         bilm.trainable = trainable_bilm

@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data.bert_preprocessor import BertPreprocessor
-from tfnlp.layers import _validation
 from tfnlp.models.task import (
     DEFAULT_BATCH_SIZE,
     Task,
@@ -30,7 +30,7 @@ def classifier_size(num_classes, labels):
             num_classes = len(labels)
     if num_classes is None:
         raise ValueError("`num_classes` is required (or give `labels`, the class names).")
-    num_classes = _validation.positive_int("num_classes", num_classes)
+    num_classes = _checks.positive_int("num_classes", num_classes)
     if labels is not None and len(labels) != num_classes:
         raise ValueError(f"`labels` has {len(labels)} names for `num_classes`={num_classes}.")
     return num_classes, labels

@@ -4,8 +4,8 @@ import math
 
 import keras
 
+from tfnlp import _checks
 from tfnlp.data.bert_preprocessor import BertPreprocessor
-from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.transformer_block import TransformerBlock
@@ -126,17 +126,17 @@ class TransformerClassifier(FromConfig, TextClassifier):
             vocabulary_size = preprocessor.tokenizer.vocabulary_size()
         if vocabulary_size is None:
             raise ValueError("`vocabulary_size` is required (or give a `preprocessor`).")
-        vocabulary_size = _validation.positive_int("vocabulary_size", vocabulary_size)
+        vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
         num_classes, labels = classifier_size(num_classes, labels)
         preprocessor = checked_preprocessor(preprocessor, vocabulary_size)
-        num_layers = _validation.positive_int("num_layers", num_layers)
-        num_heads = _validation.positive_int("num_heads", num_heads)
-        hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
-        intermediate_dim = _validation.positive_int(
+        num_layers = _checks.positive_int("num_layers", num_layers)
+        num_heads = _checks.positive_int("num_heads", num_heads)
+        hidden_dim = _checks.positive_int("hidden_dim", hidden_dim)
+        intermediate_dim = _checks.positive_int(
             "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
         )
-        dropout = _validation.rate("dropout", dropout)
-        num_segments = _validation.positive_int("num_segments", num_segments)
+        dropout = _checks.rate("dropout", dropout)
+        num_segments = _checks.positive_int("num_segments", num_segments)
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
@@ -215,7 +215,7 @@ class TransformerClassifier(FromConfig, TextClassifier):
 
     def _checked_inputs(self, inputs):
         specs = input_specs(self.vocabulary_size, self.num_segments)
-        return _validation.has_positions(_validation.model_inputs(inputs, specs), {
+        return _checks.has_positions(_checks.model_inputs(inputs, specs), {
             "token_ids": "every text needs at least one token for the classifier to pool.",
         })
 

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data.pipelines import encoder_decoder_dataset
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.generation import _common as generation_common
@@ -18,7 +19,6 @@ from tfnlp.generation.compiled_search import (
     decoding_options,
     streamed_texts,
 )
-from tfnlp.layers import _validation
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
@@ -322,20 +322,20 @@ class TransformerSeq2Seq(FromConfig, Task):
         target_length=None,
         **kwargs,
     ):
-        source_vocabulary_size = _validation.positive_int(
+        source_vocabulary_size = _checks.positive_int(
             "source_vocabulary_size", source_vocabulary_size
         )
-        target_vocabulary_size = _validation.positive_int(
+        target_vocabulary_size = _checks.positive_int(
             "target_vocabulary_size", target_vocabulary_size, allow_none=True
         )
-        num_encoder_layers = _validation.positive_int("num_encoder_layers", num_encoder_layers)
-        num_decoder_layers = _validation.positive_int("num_decoder_layers", num_decoder_layers)
-        hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
-        num_heads = _validation.positive_int("num_heads", num_heads)
-        intermediate_dim = _validation.positive_int(
+        num_encoder_layers = _checks.positive_int("num_encoder_layers", num_encoder_layers)
+        num_decoder_layers = _checks.positive_int("num_decoder_layers", num_decoder_layers)
+        hidden_dim = _checks.positive_int("hidden_dim", hidden_dim)
+        num_heads = _checks.positive_int("num_heads", num_heads)
+        intermediate_dim = _checks.positive_int(
             "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
         )
-        dropout = _validation.rate("dropout", dropout)
+        dropout = _checks.rate("dropout", dropout)
         source_tokenizer = checked_tokenizer(
             "source_tokenizer", source_tokenizer, source_vocabulary_size,
             "`source_vocabulary_size`",
@@ -348,7 +348,7 @@ class TransformerSeq2Seq(FromConfig, Task):
         if target_tokenizer is not None and source_tokenizer is None:
             raise ValueError("`target_tokenizer` needs a `source_tokenizer` too.")
         default_length = None if source_tokenizer is None else DEFAULT_TEXT_LENGTH
-        source_length = _validation.positive_int(
+        source_length = _checks.positive_int(
             "source_length", default_length if source_length is None else source_length,
             allow_none=True,
         )
@@ -356,7 +356,7 @@ class TransformerSeq2Seq(FromConfig, Task):
             raise ValueError(
                 f"`source_length` must leave room for one token besides [SEP], got {source_length}."
             )
-        target_length = _validation.positive_int(
+        target_length = _checks.positive_int(
             "target_length", default_length if target_length is None else target_length,
             allow_none=True,
         )
@@ -457,7 +457,7 @@ class TransformerSeq2Seq(FromConfig, Task):
         }
         # An empty decoder sequence is allowed: no target, zero loss and zero
         # gradients (tests/test_numerics.py).
-        return _validation.has_positions(_validation.model_inputs(inputs, specs), {
+        return _checks.has_positions(_checks.model_inputs(inputs, specs), {
             "encoder_token_ids": "every source needs at least one token (its end token).",
         })
 
@@ -466,11 +466,11 @@ class TransformerSeq2Seq(FromConfig, Task):
         encoder_token_ids, encoder_padding_mask = check_source(
             encoder_token_ids, encoder_padding_mask, "encoder_token_ids"
         )
-        encoder_token_ids = _validation.ids_in_range(
+        encoder_token_ids = _checks.ids_in_range(
             "encoder_token_ids", encoder_token_ids, self.source_vocabulary_size,
             "`source_vocabulary_size`",
         )
-        _validation.token_ids_in_range(self.target_embedding.input_dim, _TARGET_SIZE, **token_ids)
+        _checks.token_ids_in_range(self.target_embedding.input_dim, _TARGET_SIZE, **token_ids)
         return encoder_token_ids, encoder_padding_mask
 
     # --- The two stacks (shared by the Functional graph and decoding) ---

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from tfnlp import _checks
 from tfnlp.data.unilm import unilm_finetuning_dataset
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import (
@@ -15,7 +16,6 @@ from tfnlp.generation.compiled_search import (
     decoding_options,
     streamed_texts,
 )
-from tfnlp.layers import _validation
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
@@ -212,7 +212,7 @@ class UniLM(CallsBackboneLayers, Task):
         return super().compute_output_spec(inputs, training=training, mask=mask)
 
     def _checked_left_to_right_inputs(self, inputs):
-        with _validation.errors_without_input_dump():
+        with _checks.errors_without_input_dump():
             keys = set(inputs)
             if keys != set(LEFT_TO_RIGHT_INPUTS):
                 raise ValueError(
@@ -222,7 +222,7 @@ class UniLM(CallsBackboneLayers, Task):
                     f"unexpected: {sorted(keys - set(LEFT_TO_RIGHT_INPUTS)) or 'none'}."
                 )
             size = (self.backbone.vocabulary_size, "`vocabulary_size`")
-            return _validation.model_inputs(
+            return _checks.model_inputs(
                 inputs,
                 {"token_ids": ("BT", *size), "padding_mask": ("BT", None, None),
                  "mask_id": ("B", *size)},
@@ -343,8 +343,8 @@ class UniLM(CallsBackboneLayers, Task):
     def _checked_ids(self, name, token_ids, **special_ids):
         """`token_ids` and the named special ids, checked against the vocabulary."""
         size = self.backbone.vocabulary_size
-        _validation.token_ids_in_range(size, "`vocabulary_size`", **special_ids)
-        return _validation.ids_in_range(name, token_ids, size, "`vocabulary_size`")
+        _checks.token_ids_in_range(size, "`vocabulary_size`", **special_ids)
+        return _checks.ids_in_range(name, token_ids, size, "`vocabulary_size`")
 
     # --- Decoding ---
 
@@ -763,8 +763,8 @@ def _text_lengths(source_length, max_length, table, has_tokenizer):
             source_length = table // 2 if max_length is None else table - max_length
         if max_length is None:
             max_length = table - source_length
-    source_length = _validation.positive_int("source_length", source_length, allow_none=True)
-    max_length = _validation.positive_int("max_length", max_length, allow_none=True)
+    source_length = _checks.positive_int("source_length", source_length, allow_none=True)
+    max_length = _checks.positive_int("max_length", max_length, allow_none=True)
     if source_length is not None and source_length < 3:
         raise ValueError(
             f"`source_length` must leave room for one token besides [CLS] and [SEP], got "

@@ -8,7 +8,8 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins import projector
 
-from tfnlp.layers import _validation, masks
+from tfnlp import _checks
+from tfnlp.layers import masks
 from tfnlp.training import loop
 
 
@@ -93,7 +94,7 @@ class AttentionImages(keras.callbacks.Callback):
         self.inputs = preprocessor(tuple(tf.constant([t]) for t in texts))
         self.length = int(tf.reduce_sum(self.inputs["padding_mask"]))
         self.log_dir = os.path.join(log_dir, "attention")
-        self.every_n_steps = _validation.positive_int("every_n_steps", every_n_steps, allow_none=True)
+        self.every_n_steps = _checks.positive_int("every_n_steps", every_n_steps, allow_none=True)
         self._writer = None
         self._last_step = None  # the step of the last image written in this training run
         self._seen_step = 0  # the optimizer step at the last batch seen (or at the start)

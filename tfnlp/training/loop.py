@@ -8,7 +8,7 @@ import time
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 def is_chief(strategy):
@@ -156,13 +156,13 @@ def fit(
         raise ValueError(f"`model` must be a keras.Model, got {type(model).__name__}.")
     if getattr(model, "optimizer", None) is None:
         raise ValueError("`model` must be compiled (with an optimizer) before `fit`.")
-    steps = _validation.positive_int("steps", steps)
-    checkpoint_every = _validation.positive_int("checkpoint_every", checkpoint_every)
-    max_checkpoints = _validation.positive_int("max_checkpoints", max_checkpoints)
-    log_every = _validation.positive_int("log_every", log_every)
+    steps = _checks.positive_int("steps", steps)
+    checkpoint_every = _checks.positive_int("checkpoint_every", checkpoint_every)
+    max_checkpoints = _checks.positive_int("max_checkpoints", max_checkpoints)
+    log_every = _checks.positive_int("log_every", log_every)
     if verbose not in (0, 1):
         raise ValueError(f"`verbose` must be 0 or 1, got {verbose!r}.")
-    histogram_every = _validation.positive_int("histogram_every", histogram_every, allow_none=True)
+    histogram_every = _checks.positive_int("histogram_every", histogram_every, allow_none=True)
     profile_steps = _profile_range(profile_steps)
     for name, value in (("histogram_every", histogram_every), ("profile_steps", profile_steps)):
         if value is not None and not log_dir:
@@ -376,8 +376,8 @@ def _profile_range(profile_steps):
     message = f"`profile_steps` must be None or a (start, stop) pair of steps, 1 <= start <= stop, got {profile_steps!r}."
     try:
         first, last = profile_steps
-        first = _validation.positive_int("profile_steps", first)
-        last = _validation.positive_int("profile_steps", last)
+        first = _checks.positive_int("profile_steps", first)
+        last = _checks.positive_int("profile_steps", last)
     except (TypeError, ValueError):
         raise ValueError(message) from None
     if last < first:

@@ -3,8 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp import _devices
-from tfnlp.layers import _validation
+from tfnlp import _checks, _devices
 from tfnlp.training.distribute import global_sum
 
 
@@ -45,7 +44,7 @@ def sparse_softmax_cross_entropy(labels, logits, label_smoothing=0.0):
     >>> round(float(sparse_softmax_cross_entropy(tf.constant([0]), logits)[0]), 4)
     0.2395
     """
-    label_smoothing = _validation.rate("label_smoothing", label_smoothing)
+    label_smoothing = _checks.rate("label_smoothing", label_smoothing)
     logits = tf.cast(logits, tf.float32)
     labels = tf.cast(labels, tf.int32)
     if logits.shape.rank is not None and logits.shape[-1] == 0:
@@ -197,7 +196,7 @@ class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
         name="smoothed_sparse_categorical_crossentropy",
     ):
         super().__init__(name=name, reduction=reduction)
-        self.label_smoothing = _validation.rate("label_smoothing", label_smoothing)
+        self.label_smoothing = _checks.rate("label_smoothing", label_smoothing)
 
     def __call__(self, y_true, y_pred, sample_weight=None):
         if self.reduction != "mean_with_sample_weight":

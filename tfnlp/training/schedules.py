@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -27,14 +27,14 @@ class LinearWarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate, warmup_steps, total_steps, end_learning_rate=0.0):
-        self.peak_learning_rate = _validation.positive_float("peak_learning_rate", peak_learning_rate)
-        self.warmup_steps = warmup_steps = _validation.non_negative_int("warmup_steps", warmup_steps)
-        self.total_steps = _validation.positive_int("total_steps", total_steps)
+        self.peak_learning_rate = _checks.positive_float("peak_learning_rate", peak_learning_rate)
+        self.warmup_steps = warmup_steps = _checks.non_negative_int("warmup_steps", warmup_steps)
+        self.total_steps = _checks.positive_int("total_steps", total_steps)
         if self.total_steps <= warmup_steps:
             raise ValueError(
                 f"`total_steps` ({total_steps}) must exceed `warmup_steps` ({warmup_steps})."
             )
-        self.end_learning_rate = _validation.finite_float("end_learning_rate", end_learning_rate)
+        self.end_learning_rate = _checks.finite_float("end_learning_rate", end_learning_rate)
         if not 0.0 <= self.end_learning_rate <= self.peak_learning_rate:
             raise ValueError(
                 f"`end_learning_rate` must be in [0, peak_learning_rate = {self.peak_learning_rate}], "
@@ -81,8 +81,8 @@ class InverseSquareRootDecay(keras.optimizers.schedules.LearningRateSchedule):
     """
 
     def __init__(self, peak_learning_rate, warmup_steps):
-        self.peak_learning_rate = _validation.positive_float("peak_learning_rate", peak_learning_rate)
-        self.warmup_steps = _validation.positive_int("warmup_steps", warmup_steps)
+        self.peak_learning_rate = _checks.positive_float("peak_learning_rate", peak_learning_rate)
+        self.warmup_steps = _checks.positive_int("warmup_steps", warmup_steps)
 
     def __call__(self, step):
         step = tf.cast(step, tf.float32)

@@ -9,7 +9,7 @@ import warnings
 import keras
 import tensorflow as tf
 
-from tfnlp.layers import _validation
+from tfnlp import _checks
 from tfnlp.training import loop
 
 MODES = ("max", "min")
@@ -94,10 +94,10 @@ class ValidationEvaluation(keras.callbacks.Callback):
         if restore_best and not directory:
             raise ValueError("`restore_best` needs `directory` (where the best weights are kept).")
         self.validation_data = validation_data
-        self.every_n_steps = _validation.positive_int("every_n_steps", every_n_steps)
+        self.every_n_steps = _checks.positive_int("every_n_steps", every_n_steps)
         self.monitor = monitor
         self.mode = mode
-        self.patience = _validation.positive_int("patience", patience, allow_none=True)
+        self.patience = _checks.positive_int("patience", patience, allow_none=True)
         self.directory = directory
         self.restore_best = restore_best
         self.log_dir = log_dir

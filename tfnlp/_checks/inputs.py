@@ -1,10 +1,16 @@
-"""Argument checks shared by tfnlp layers and models: fail early, name the argument."""
+"""Checks of call inputs: dtypes, static shapes and id ranges of tensors.
+
+Static checks cost nothing at run time; id ranges are checked eagerly with
+an error naming the input, and in graphs as `tf.debugging` assertions.
+"""
 
 import contextlib
 import numbers
 
 import keras
 import tensorflow as tf
+
+from tfnlp._checks.arguments import is_int
 
 # Whether Keras is tracing a model for its output shapes only
 # (`compute_output_spec`): its placeholders carry whatever dtype Keras derived
@@ -18,79 +24,6 @@ except ImportError:  # a Keras without it: check everything
         return False
 
 
-def positive_int(name, value, allow_none=False):
-    """Returns `value` if it is a positive int (or `None` when allowed)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
-    return int(value)
-
-
-MAX_TEXT_BYTES = 2**31 - 1  # tf.strings counts bytes in int32
-
-
-def max_input_bytes(value, name="max_input_bytes"):
-    """Returns `value` if it is a positive int that TensorFlow's string ops can count to."""
-    value = positive_int(name, value)
-    if value > MAX_TEXT_BYTES:
-        raise ValueError(
-            f"`{name}` must be at most {MAX_TEXT_BYTES} (TensorFlow counts a string's bytes in "
-            f"int32), got {value}."
-        )
-    return value
-
-
-def non_negative_int(name, value):
-    """Returns `value` if it is an int >= 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"`{name}` must be a non-negative integer, got {value!r}.")
-    return int(value)
-
-
-def rate(name, value):
-    """Returns `value` if it is a float in [0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value < 1.0:
-        raise ValueError(f"`{name}` must be a float in [0, 1), got {value!r}.")
-    return float(value)
-
-
-def fraction(name, value, one_allowed=False):
-    """Returns `value` as a float if it is a real number in (0, 1), or (0, 1] with `one_allowed`."""
-    interval = "(0, 1]" if one_allowed else "(0, 1)"
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (0.0 < value <= 1.0 if one_allowed else 0.0 < value < 1.0)
-    ):
-        raise ValueError(f"`{name}` must be a float in {interval}, got {value!r}.")
-    return float(value)
-
-
-def finite_float(name, value):
-    """Returns `value` as a float if it is a finite real number (NumPy scalars included)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not float("-inf") < value < float("inf")
-    ):
-        raise ValueError(f"`{name}` must be a finite number, got {value!r}.")
-    return float(value)
-
-
-def positive_float(name, value, allow_none=False):
-    """Returns `value` if it is a positive finite float (or `None` when allowed)."""
-    if value is None and allow_none:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not 0.0 < value < float("inf")
-    ):
-        raise ValueError(f"`{name}` must be a positive number, got {value!r}.")
-    return float(value)
-
-
 def last_dim(name, shape):
     """Returns the static last dimension of `shape`, or raises naming `name`."""
     if shape is None or len(shape) < 2 or shape[-1] is None:
@@ -99,40 +32,6 @@ def last_dim(name, shape):
             f"got shape {shape}."
         )
     return int(shape[-1])
-
-
-def tied_embedding(token_embedding, vocabulary_size):
-    """Returns `token_embedding` if it is `None` or a `vocabulary_size`-row Embedding."""
-    if token_embedding is None:
-        return None
-    if not isinstance(token_embedding, keras.layers.Embedding):
-        raise ValueError(
-            "`token_embedding` must be a keras.layers.Embedding, got "
-            f"{type(token_embedding).__name__}."
-        )
-    if token_embedding.input_dim != vocabulary_size:
-        raise ValueError(
-            f"`token_embedding` has {token_embedding.input_dim} rows but "
-            f"`vocabulary_size` is {vocabulary_size}."
-        )
-    return token_embedding
-
-
-def _keras_object(get, what, name, value):
-    try:
-        return get(value)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"`{name}` must name a Keras {what}, got {value!r}.") from error
-
-
-def activation(name, value):
-    """`keras.activations.get(value)`, or a ValueError naming `name`."""
-    return _keras_object(keras.activations.get, "activation", name, value)
-
-
-def initializer(name, value):
-    """`keras.initializers.get(value)`, or a ValueError naming `name`."""
-    return _keras_object(keras.initializers.get, "initializer", name, value)
 
 
 # dtype kinds of call arguments: (what the message says, which dtypes pass).
@@ -272,24 +171,8 @@ def token_ids_in_range(upper, what, **ids):
     Values that are not ints are left to the callee's own checks.
     """
     for name, value in ids.items():
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if is_int(value):
             ids_in_range(name, value, upper, what)
-
-
-def static_index(name, index):
-    """`index` (an int or int scalar tensor) as a Python int when known now, else None.
-
-    A known negative index raises a ValueError naming `name`.
-    """
-    if isinstance(index, numbers.Integral) and not isinstance(index, bool):
-        value = int(index)
-    elif tf.executing_eagerly() and tf.is_tensor(index) and index.shape.rank == 0:
-        value = int(index)
-    else:
-        return None
-    if value < 0:
-        raise ValueError(f"`{name}` must be >= 0, got {value}.")
-    return value
 
 
 def has_positions(inputs, reasons):

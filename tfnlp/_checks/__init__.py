@@ -1,0 +1,63 @@
+"""Checks shared across tfnlp: fail early, name the argument.
+
+- `arguments`: the Python values given to constructors and functions
+  (positive ints, rates, finite floats, Keras activations and initializers).
+- `inputs`: call inputs, i.e. tensors' dtypes, static shapes and id ranges,
+  and a Functional model's input dict.
+
+Both are re-exported here, so that modules call `_checks.positive_int(...)`.
+Private: the messages are part of tfnlp's behaviour (tests/test_bad_inputs.py),
+the functions are not part of its API.
+"""
+
+from tfnlp._checks.arguments import (
+    MAX_TEXT_BYTES,
+    activation,
+    finite_float,
+    fraction,
+    initializer,
+    integer,
+    is_int,
+    max_input_bytes,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    rate,
+    static_index,
+    tied_embedding,
+)
+from tfnlp._checks.inputs import (
+    errors_without_input_dump,
+    has_positions,
+    ids_in_range,
+    last_dim,
+    model_inputs,
+    positions_in_range,
+    tensors,
+    token_ids_in_range,
+)
+
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "activation",
+    "errors_without_input_dump",
+    "finite_float",
+    "fraction",
+    "has_positions",
+    "ids_in_range",
+    "initializer",
+    "integer",
+    "is_int",
+    "last_dim",
+    "max_input_bytes",
+    "model_inputs",
+    "non_negative_int",
+    "positions_in_range",
+    "positive_float",
+    "positive_int",
+    "rate",
+    "static_index",
+    "tensors",
+    "tied_embedding",
+    "token_ids_in_range",
+]
