@@ -6,12 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install clean cxx
+.PHONY: demo test lint docs bench install clean cxx
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,examples]"
+	$(BIN)/python -m pip install --quiet -e ".[test,examples,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -62,6 +62,12 @@ test: $(STAMP) cxx
 
 lint: $(STAMP)
 	$(BIN)/ruff check tfnlp tests examples benchmarks
+
+# The API reference, from the docstrings (pdoc, Google style), in docs/api/
+# (not committed; tests/test_package.py checks that it builds without warnings).
+docs: $(STAMP)
+	$(BIN)/python -m pdoc --docformat google -o docs/api tfnlp
+	@echo "API reference: docs/api/index.html"
 
 # Every benchmark (about an hour on the 2-core project machine), then
 # benchmarks/results/summary.md and the plots; the machine's matmul peak first.

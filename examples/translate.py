@@ -147,6 +147,8 @@ def main(argv=None):
         results[f"sentences_per_second_{name}"] = round(len(sources) / seconds, 1)
         if beam_size > 1:
             examples = list(zip(sources, hypotheses, references, strict=True))[:5]
+            results[f"examples_beam{beam_size}"] = [
+                {"source": s, "output": h, "reference": r} for s, h, r in examples]
     for source, hypothesis, reference in examples:
         print(f"\nEN:  {source}\nOUT: {hypothesis}\nREF: {reference}")
     print("\n" + json.dumps(results, indent=2))

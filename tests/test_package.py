@@ -134,3 +134,21 @@ def test_the_readme_python_blocks_define_every_name_they_use():
             defined.add(node.arg)
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     assert used <= defined, sorted(used - defined)
+
+
+def test_the_api_reference_builds_without_warnings(tmp_path):
+    """`make docs`: pdoc renders every public module from its docstrings."""
+    import warnings
+
+    import pdoc  # the docs extra, which `make test` installs
+    import pdoc.render
+
+    pdoc.render.configure(docformat="google")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pdoc.pdoc("tfnlp", output_directory=tmp_path)
+    assert not [str(w.message) for w in caught], [f"{w.category.__name__}: {w.message}" for w in caught]
+    pages = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.html")}
+    for package in ("layers", "data", "datasets", "models", "training", "export", "generation", "metrics"):
+        assert f"tfnlp/{package}.html" in pages, sorted(pages)
+    assert "BertBackbone" in (tmp_path / "tfnlp" / "models.html").read_text(encoding="utf-8")

@@ -32,13 +32,17 @@ def test_translate(tmp_path):
         "--num-layers", "1", "--source-length", "24", "--target-length", "24", "--epochs", "1",
         "--batch-size", "32", "--eval-pairs", "8", "--beam-size", "2",
     )
-    for name in ("bleu_copy_source_baseline", "bleu_greedy", "bleu_beam2"):
-        assert 0.0 <= result[name] <= 100.0
+    assert {"bleu_copy_source_baseline", "bleu_greedy", "bleu_beam2"} <= set(result)
     assert result["test_verses"] == 8 and result["train_pairs"] == 256
     assert list((tmp_path / "logs").rglob("events.out.tfevents.*"))
     assert (tmp_path / "source_vocab.txt").exists() and (tmp_path / "target_vocab.txt").exists()
     outputs = served(tmp_path, ["In the beginning God created the heaven.", ""])
     assert outputs["output_text"].shape == (2,) and outputs["token_ids"].shape == (2, 24)
+    # The export decodes as the example did (beam 2, its length penalty).
+    examples = result["examples_beam2"]
+    assert len(examples) == 5
+    outputs = served(tmp_path, [e["source"] for e in examples])["output_text"].numpy()
+    assert [t.decode() for t in outputs] == [e["output"] for e in examples]
 
 
 @pytest.mark.slow

@@ -43,12 +43,24 @@ def test_published_parameter_counts(preset, expected, monkeypatch):
     assert backbone.intermediate_dim == 4 * backbone.hidden_dim
 
 
-def test_presets_have_the_released_shapes():
-    shapes = {name: (p["num_layers"], p["hidden_dim"], p["num_heads"]) for name, p in models.BERT_PRESETS.items()}
-    assert shapes == {
-        "bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
-        "bert_medium": (8, 512, 8), "bert_base": (12, 768, 12), "bert_large": (24, 1024, 16),
-    }
+def test_compact_presets_match_hugging_face_models_of_the_released_configs(monkeypatch):
+    # google-research/bert's 24 smaller models (Turc et al. 2019): the names
+    # Tiny, Mini, Small and Medium stand for these (layers L, hidden H, heads A),
+    # released as bert_uncased_L-{L}_H-{H}_A-{A} with a 4H feed-forward layer,
+    # 512 positions and 2 segments. Each preset must build the same network:
+    # as many parameters as transformers' BertModel of that configuration.
+    import transformers  # the test extra's oracle
+
+    monkeypatch.setattr(bert_backbone, "bert_kernel_initializer", keras.initializers.Zeros)
+    released = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
+                "bert_medium": (8, 512, 8)}
+    assert set(released) | {"bert_base", "bert_large"} == set(models.BERT_PRESETS)
+    for name, (layers_, hidden, heads) in released.items():
+        config = transformers.BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers_,
+                                         num_attention_heads=heads, intermediate_size=4 * hidden)
+        backbone = models.BertBackbone.from_preset(name, vocabulary_size=30522)
+        assert backbone.count_params() == transformers.BertModel(config).num_parameters(), name
+        assert (backbone.num_layers, backbone.hidden_dim, backbone.num_heads) == (layers_, hidden, heads)
 
 
 @pytest.mark.parametrize("model_name", ["backbone", "pretrainer", "pretrainer_mlm_only", "classifier"])
