@@ -2,30 +2,27 @@
 
 import keras
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from tfnlp import _checks
 from tfnlp.data._preprocessing_layer import PreprocessingLayer
 
 
-def _longest_first(a, b, budget):
-    """`a` and `b` cut longest-first to at most `budget` tokens together, B losing ties.
+def _longest_first(length_a, length_b, budget):
+    """How many tokens of A and of B are kept: `(keep_a, keep_b)`, at most `budget` together.
 
     The closed form of BERT's `truncate_seq_pair` loop (remove a token from
     the longer segment, from B on a tie, until both fit): B keeps
     `min(len(B), max(budget // 2, budget - len(A)))` tokens and A the rest
     of the budget, at most its own length.
     """
-    length_a, length_b = a.row_lengths(), b.row_lengths()
-    keep_b = tf.minimum(length_b, tf.maximum(tf.constant(budget // 2, length_b.dtype), budget - length_a))
+    keep_b = tf.minimum(length_b, tf.maximum(budget // 2, budget - length_a))
     keep_a = tf.minimum(length_a, budget - keep_b)
-    return [_first(a, keep_a), _first(b, keep_b)]
+    return keep_a, keep_b
 
 
-def _first(ragged, counts):
-    """The first `counts[i]` values of each row `i` of a 2-D ragged tensor."""
-    positions = tf.ragged.range(counts, dtype=counts.dtype)
-    return tf.gather(ragged, positions, batch_dims=1)
+def _lengths(ragged):
+    """Row lengths of a 2-D ragged tensor as an int32 column `(B, 1)`."""
+    return tf.cast(ragged.row_lengths(), tf.int32)[:, None]
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -88,6 +85,12 @@ class SegmentPacker(PreprocessingLayer):
             `(token_ids, segment_ids)`, int32 `tf.RaggedTensor`s `(B, None)`
             with at most `sequence_length` tokens per row.
         """
+        token_ids, segment_ids, lengths = self._pack(self._segments(inputs))
+        return (tf.RaggedTensor.from_tensor(token_ids, lengths=lengths[:, 0]),
+                tf.RaggedTensor.from_tensor(segment_ids, lengths=lengths[:, 0]))
+
+    def _segments(self, inputs):
+        """`inputs` checked, as a list of one or two int32 ragged tensors."""
         segments = list(inputs) if isinstance(inputs, (tuple, list)) else [inputs]
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"`inputs` must hold one or two segments, got {len(segments)}.")
@@ -103,40 +106,63 @@ class SegmentPacker(PreprocessingLayer):
             s if isinstance(s, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(s)
             for s in segments
         ]
-        # One row-splits dtype for the cut and `combine_segments` (a ragged
-        # tensor may come with int32 row splits).
-        segments = [tf.cast(s, tf.int32).with_row_splits_dtype(tf.int64) for s in segments]
+        segments = [tf.cast(s, tf.int32) for s in segments]  # row splits int32 or int64
         if len(segments) == 2 and not tf.executing_eagerly():
             # Static batch sizes were compared above; unknown ones (a
             # SavedModel signature, a tf.data map) are compared when run:
             # the cut would broadcast a batch of one against the other.
             check = tf.debugging.assert_equal(
-                segments[0].nrows(), segments[1].nrows(),
+                tf.cast(segments[0].nrows(), tf.int64), tf.cast(segments[1].nrows(), tf.int64),
                 message="`inputs[0]` and `inputs[1]` must hold the same number of rows",
             )
             with tf.control_dependencies([check]):
                 segments = [tf.identity(s) for s in segments]
-        budget = self.sequence_length - 1 - len(segments)
+        return segments
+
+    def _pack(self, segments):
+        """`(token_ids, segment_ids, lengths)`: the packed rows `(B, sequence_length)`, padded,
+        and how many positions of each are real `(B, 1)`.
+
+        Written with dense ops on `(B, sequence_length)` positions: each
+        segment is cut by padding it to its budget (`to_tensor`), and the
+        special tokens are placed where the kept lengths say. About a tenth
+        of the ops of tensorflow-text's `combine_segments` + `pad_model_inputs`
+        (ragged concatenation), which every pipeline and export traces.
+        """
+        length = self.sequence_length
+        positions = tf.range(length)[None, :]
+        budget = length - 1 - len(segments)
+
+        def padded(segment):
+            return segment.to_tensor(default_value=self.pad_id, shape=[None, budget])
+
+        first = padded(segments[0])
+        start = tf.fill([tf.shape(first)[0], 1], self.start_id)
         if len(segments) == 1:
-            trimmed = [segments[0][:, :budget]]
+            keep_a = tf.minimum(_lengths(segments[0]), budget)
+            used = keep_a + 2
+            values = tf.concat([start, first, tf.fill(tf.shape(start), self.pad_id)], 1)
+            ends = positions == keep_a + 1
+            segment_ids = tf.zeros_like(values)
         else:
-            # Gathers only the tokens kept: bounded work however long the texts are.
-            trimmed = _longest_first(segments[0], segments[1], budget)
-        token_ids, segment_ids = tf_text.combine_segments(
-            trimmed, start_of_sequence_id=self.start_id, end_of_segment_id=self.end_id
-        )
-        return tf.cast(token_ids, tf.int32), tf.cast(segment_ids, tf.int32)
+            keep_a, keep_b = _longest_first(_lengths(segments[0]), _lengths(segments[1]), budget)
+            used = keep_a + keep_b + 3
+            # [CLS] A B side by side; B's tokens are read `keep_a + 2` positions on.
+            source = tf.concat([start, first, padded(segments[1])], 1)
+            index = tf.where(positions <= keep_a, positions, positions - keep_a - 1 + budget)
+            values = tf.gather(source, tf.minimum(index, 2 * budget), batch_dims=1)
+            ends = (positions == keep_a + 1) | (positions == used - 1)
+            segment_ids = tf.cast((positions > keep_a + 1) & (positions < used), tf.int32)
+        real = positions < used
+        token_ids = tf.where(ends, self.end_id, tf.where(real, values, self.pad_id))
+        return token_ids, segment_ids, used
 
     def call(self, inputs):
-        token_ids, segment_ids = self.combine(inputs)
-        token_ids, padding_mask = tf_text.pad_model_inputs(
-            token_ids, self.sequence_length, pad_value=self.pad_id
-        )
-        segment_ids, _ = tf_text.pad_model_inputs(segment_ids, self.sequence_length)
+        token_ids, segment_ids, lengths = self._pack(self._segments(inputs))
         return {
-            "token_ids": tf.cast(token_ids, tf.int32),
-            "segment_ids": tf.cast(segment_ids, tf.int32),
-            "padding_mask": tf.cast(padding_mask, tf.int32),
+            "token_ids": token_ids,
+            "segment_ids": segment_ids,
+            "padding_mask": tf.cast(tf.range(self.sequence_length)[None, :] < lengths, tf.int32),
         }
 
     def get_config(self):
