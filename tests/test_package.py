@@ -111,31 +111,6 @@ def test_import_tfnlp_registers_everything_for_loading(tmp_path):
     assert int(result.stdout.strip().splitlines()[-1]) == backbone.count_params()
 
 
-def test_the_readme_python_blocks_define_every_name_they_use():
-    """Read in order, the README's and the docs' blocks run as one script (checked
-    by hand with smaller sizes); this keeps them from using names none defines."""
-    import ast
-    import builtins
-
-    root = pathlib.Path(__file__).resolve().parents[1]
-    pages = ["README.md", "docs/layers.md", "docs/data.md", "docs/models.md", "docs/training.md",
-             "docs/serving.md", "docs/own_data.md"]
-    readme = "\n".join((root / page).read_text(encoding="utf-8") for page in pages)
-    tree = ast.parse("\n".join(re.findall(r"```python\n(.*?)```", readme, re.S)))
-    defined = set(dir(builtins))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            defined.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-        elif isinstance(node, ast.arg):
-            defined.add(node.arg)
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    assert used <= defined, sorted(used - defined)
-
-
 def test_the_api_reference_builds_without_warnings(tmp_path):
     """`make docs`: pdoc renders every public module from its docstrings."""
     import warnings

@@ -49,6 +49,8 @@ def test_classification_of_text_pairs():
     np.testing.assert_array_equal(labels, [1, 0])
     with pytest.raises(ValueError, match=r"`dataset` must hold \(text, label\) pairs"):
         data.classification_dataset(tf.data.Dataset.from_tensor_slices(["a", "b"]), preprocessor)
+    with pytest.raises(TypeError, match=r"`dataset` must be a tf.data.Dataset of \(text, label\), got list"):
+        data.classification_dataset([("good", 1), ("bad", 0)], preprocessor)  # read_fine_food_reviews' form
     for boundaries in ([4.5], [True]):
         with pytest.raises(ValueError, match="`bucket_boundaries` must be increasing ints"):
             data.classification_dataset(pairs, preprocessor, bucket_boundaries=boundaries)

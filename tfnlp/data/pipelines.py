@@ -73,9 +73,7 @@ def classification_dataset(
     length = preprocessor.sequence_length
     if bucket_boundaries is not None:
         bucket_boundaries = list(bucket_boundaries)
-        integers = all(
-            _checks.is_int(b) for b in bucket_boundaries
-        )
+        integers = all(_checks.is_int(b) for b in bucket_boundaries)
         if not integers or bucket_boundaries != sorted(set(bucket_boundaries)) or not all(
             0 < b < length for b in bucket_boundaries
         ):
@@ -84,6 +82,12 @@ def classification_dataset(
                 f"{length}), got {bucket_boundaries}."
             )
 
+    if not isinstance(dataset, tf.data.Dataset):
+        raise TypeError(
+            f"`dataset` must be a tf.data.Dataset of (text, label), got {type(dataset).__name__}; "
+            "make one with tf.data.Dataset.from_tensor_slices((texts, labels)), or give lists of "
+            "texts and labels to a classifier's fit()."
+        )
     spec = dataset.element_spec
     if not (isinstance(spec, tuple) and len(spec) == 2):
         raise ValueError(f"`dataset` must hold (text, label) pairs, got elements {spec}.")

@@ -150,3 +150,19 @@ def _arrived(data):
     """One op that runs only once every tensor of `data` exists."""
     tensors = [t for t in tf.nest.flatten(data, expand_composites=True) if t is not None]
     return tf.group(*tensors, name="batch_arrived")
+
+
+class DatasetsShuffleThemselves:
+    """Mixin: `fit` on a `tf.data.Dataset` passes `shuffle=False` to Keras.
+
+    A dataset is shuffled (or not) by its pipeline; Keras ignores `shuffle`
+    then, but warns about its default `True` on every call (Keras 3.15).
+    """
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
+        if isinstance(x, tf.data.Dataset):
+            shuffle = False
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
+                           callbacks=callbacks, validation_split=validation_split,
+                           validation_data=validation_data, shuffle=shuffle, **kwargs)

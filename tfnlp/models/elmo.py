@@ -14,6 +14,7 @@ from tfnlp.layers.word_softmax import WordSoftmax
 from tfnlp.models._mixins import (
     BuildsOptimizerFirst,
     ChecksInputs,
+    DatasetsShuffleThemselves,
     FromConfig,
     RestoresCompile,
     StepsWaitForData,
@@ -127,7 +128,8 @@ def sentence_character_ids(texts, max_tokens, max_characters, max_input_bytes=10
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig, keras.Model):
+class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig,
+               DatasetsShuffleThemselves, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector

@@ -1,0 +1,143 @@
+"""The Python blocks of README.md and docs/ run, in reading order, as one script at tiny sizes.
+
+The pages are written to be read in order: a block uses the names the blocks
+before it define (`tokenizer` from the text-data page, `backbone` from the
+BERT block, ...). This test runs them so, with the few substitutions below
+that shrink corpora, sizes and step counts; each substitution must find its
+text, so a page that changes fails here until its tiny version is updated.
+The checkpoint importers read small files written by the test in the formats
+they document (Hugging Face, bilm-tf, microsoft/unilm).
+
+Left out, and listed: docs/own_data.md (run by tests/test_own_data.py on the
+labelled files it writes) and the two serving clients of docs/serving.md,
+which need a TF Serving server on localhost (tests/export/test_tf_serving.py
+runs the server's SavedModel loader instead).
+"""
+
+import json
+import pathlib
+import re
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PAGES = ["README.md", "docs/layers.md", "docs/data.md", "docs/models.md", "docs/training.md",
+         "docs/serving.md"]
+ELSEWHERE = {"docs/own_data.md"}
+CLIENTS = ("localhost:8501", "localhost:8500")  # blocks that talk to a running server
+TINY_ELMO = (', units=16, projection_dim=8, filters=((1, 8), (2, 8)), num_highway_layers=1, '
+             'num_sampled=64)')
+# page -> [(text, its tiny version)]: each text must be on the page.
+TINY = {
+    "README.md": [
+        ('datasets.read_fine_food_reviews("train")', 'datasets.read_fine_food_reviews("train")[:48]'),
+        ("learn_wordpiece_vocabulary(texts, 8000)", "learn_wordpiece_vocabulary(texts, 400)"),
+        ("BertPreprocessor(tokenizer, 128)", "BertPreprocessor(tokenizer, 32)"),
+        ("epochs=3)", "epochs=1)"),
+    ],
+    "docs/data.md": [
+        ('load_documents("en_novels", "train")', 'load_documents("en_novels", "train").take(6)'),
+        ("(documents, 8000,", "(documents, 400,"),
+        ("sequence_length=128,", "sequence_length=32,"),
+        ("max_predictions_per_seq=20, batch_size=32", "max_predictions_per_seq=4, batch_size=4"),
+    ],
+    "docs/models.md": [
+        ('"bert_mini"', '"bert_tiny"'),
+        ("steps_per_epoch=1000", "steps_per_epoch=2"),
+        ('read_fine_food_reviews("train")', 'read_fine_food_reviews("train")[:32]'),
+        ("BertPreprocessor(tokenizer, 128)", "BertPreprocessor(tokenizer, 32)"),
+        ('read_text_pairs("bible_en_es", "train")', 'read_text_pairs("bible_en_es", "train")[:200]'),
+        ("(english, 8000)", "(english, 400)"),
+        ("(spanish, 8000)", "(spanish, 400)"),
+        ('load_text_pairs("bible_en_es", "train")', 'load_text_pairs("bible_en_es", "train").take(16)'),
+        ('load_fine_food_reviews("train")', 'load_fine_food_reviews("train").take(32)'),
+        ("BertPreprocessor(tokenizer, 256)", "BertPreprocessor(tokenizer, 32)"),
+        ('from_preset("transformer_small", en_size, es_size)',
+         'from_preset("transformer_small", en_size, es_size, num_encoder_layers=1, num_decoder_layers=1)'),
+        ("max_length=48, beam_size=4", "max_length=6, beam_size=2"),
+        ('load_text_pairs("bible_archaic_modern", "train")',
+         'load_text_pairs("bible_archaic_modern", "train").take(12)'),
+        (".map(models.unilm_batch))", ".map(models.unilm_batch).take(2))"),
+        ("for s in d]", "for s in d][:100]"),
+        ('dtype="mixed_bfloat16")', 'dtype="mixed_bfloat16"' + TINY_ELMO),
+        ("bilm.fit(batches, epochs=3)", "bilm.fit(batches.take(2), epochs=1)"),
+        ('from_preset("bert_base", vocabulary_size=30522)', 'from_preset("bert_tiny", vocabulary_size=300)'),
+    ],
+    "docs/training.md": [
+        ('dtype="mixed_bfloat16")', 'dtype="mixed_bfloat16"' + TINY_ELMO),
+        ("steps=20_000", "steps=3"),
+        ("checkpoint_every=500", "checkpoint_every=2"),
+        ("histogram_every=1000", "histogram_every=2"),
+    ],
+}
+
+
+def python_blocks(page):
+    return re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), re.S)
+
+
+def tiny(page, code, used):
+    """`code` with the page's substitutions made; `used` collects those that were."""
+    for text, small in TINY.get(page, []):
+        if text in code:
+            code = code.replace(text, small)
+            used.add((page, text))
+    return code
+
+
+def write_checkpoints(directory):
+    """The files the checkpoint block of docs/models.md reads, small, in their formats."""
+    import torch
+    import transformers
+
+    from tests.models import test_bilm_tf_weights, test_unilm_checkpoints
+
+    bert = directory / "bert-base-uncased"
+    words = [f"w{i}" for i in range(295)]
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=300, hidden_size=128, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=512)
+    transformers.BertModel(config).save_pretrained(bert, safe_serialization=True)
+    (bert / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n",
+                                    encoding="utf-8")
+    test_bilm_tf_weights._write_bilm_tf_files(directory, test_bilm_tf_weights.PROJECTED)
+    torch.save(test_unilm_checkpoints._v1_state_dict(), directory / "unilm1-base-cased.bin")
+    (directory / "bert_config.json").write_text(json.dumps(test_unilm_checkpoints.CONFIG))
+
+
+@pytest.mark.slow
+def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatch):
+    pages = {p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *ROOT.glob("docs/*.md")]
+             if python_blocks(p.relative_to(ROOT).as_posix())}
+    assert pages == set(PAGES) | ELSEWHERE, "a page with Python blocks is neither run here nor listed"
+    monkeypatch.chdir(tmp_path)  # the blocks write vocab.txt, saved_models/, runs/
+    write_checkpoints(tmp_path)
+    keras.utils.set_random_seed(0)
+    namespace, ran, clients, used = {"__name__": "docs"}, 0, [], set()
+    for page in PAGES:
+        for number, code in enumerate(python_blocks(page), 1):
+            if any(address in code for address in CLIENTS):
+                clients.append(f"{page} #{number}")
+                continue
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                exec(compile(tiny(page, code, used), f"{page} (block {number})", "exec"), namespace)
+            # Keras' warning for `shuffle` with a dataset (ELMoBiLM.fit gave it).
+            assert not [w for w in caught if "`shuffle=True`" in str(w.message)], (page, number)
+            ran += 1
+    missing = [f"{page}: {text!r}" for page, pairs in TINY.items() for text, _ in pairs
+               if (page, text) not in used]
+    assert not missing, f"no longer on the page (update TINY): {missing}"
+    assert clients == ["docs/serving.md #1", "docs/serving.md #2"]
+    assert ran == 12
+    # What the blocks made is what they say they make.
+    assert (tmp_path / "saved_models" / "reviews" / "2" / "saved_model.pb").exists()
+    for export in ("translate_en_es", "elmo", "novel_lm"):
+        assert (tmp_path / "saved_models" / export / "1" / "saved_model.pb").exists(), export
+    assert namespace["vectors"].shape[-1] == 2 * 8  # ELMo: 2 x the projection
+    assert namespace["mine"].count_params() == namespace["bert"].count_params()
+    for a, b in zip(namespace["mine"].weights, namespace["bert"].weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
