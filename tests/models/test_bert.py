@@ -284,3 +284,14 @@ def test_layer_norm_epsilon_is_a_serialized_argument():
     assert rebuilt.masked_lm_head.layer_norm_epsilon == rebuilt.backbone.layer_norm_epsilon == 1e-5
     del config["layer_norm_epsilon"]  # a config written before the argument existed
     assert models.BertBackbone.from_config(config).layer_norm_epsilon == 1e-12
+
+
+def test_encode_is_the_sequence_output_and_computes_only_the_positions_asked_for(backbone):
+    x = _inputs()
+    sequence = backbone(x)["sequence_output"]
+    assert_allclose(backbone.encode(x), sequence, atol=1e-6)
+    positions = np.array([[0, 5], [3, 3], [0, 11]], "int32")
+    assert_allclose(backbone.encode(x, output_positions=positions),
+                    np.take_along_axis(sequence.numpy(), positions[..., None], axis=1), atol=1e-5)
+    with pytest.raises(ValueError, match=r"`output_positions` must be in \[0, 12\)"):
+        backbone.encode(x, output_positions=np.array([[0, 12]] * 3, "int32"))

@@ -50,7 +50,7 @@ class CallsBackboneLayers:
 
     BERT's task models read the last block's output at a few positions only
     (`[CLS]`, the masked positions), so they build their graph from
-    `backbone._encode(inputs, output_positions)`, calling the backbone's
+    `backbone.encode(inputs, output_positions)`, calling the backbone's
     layers one by one, rather than calling the backbone as one layer (which
     computes every position of its last block). Keras' Functional `layers`
     would then list the backbone's inner layers, changing the `.keras`

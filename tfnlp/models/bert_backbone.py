@@ -151,7 +151,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
 
         # === Functional model ===
         inputs = self._functional_inputs()
-        x = self._encode(inputs)
+        x = self.encode(inputs)
         pooled = self.pooler(x[:, 0, :])
         super().__init__(
             inputs=inputs,
@@ -174,7 +174,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
     def _checked_inputs(self, inputs, **position_inputs):
         """The inputs checked before Keras casts them (dtypes, shapes, id ranges).
 
-        A task model that calls `_encode` adds its position inputs as
+        A task model that calls `encode` adds its position inputs as
         `name=pattern` (`masked_positions="BP"`): ints in `[0, T)`.
         """
         specs = {**self._input_specs(), **{
@@ -198,17 +198,41 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
                 )
         return inputs
 
-    def _encode(self, inputs, output_positions=None):
-        """The blocks' `(B, T, H)` sequence output for the Functional inputs.
+    def encode(self, inputs, output_positions=None):
+        """The last block's output, at every position or at `output_positions` only.
 
-        With `output_positions` `(B, P)` the last block computes its output
-        at those positions only (`TransformerBlock`), `(B, P, H)`: what task
-        models read (BERT pretraining: `[CLS]` and the masked positions) at
-        a fraction of the last block's cost. Task models call this on their
-        own `keras.Input`s, running the backbone's layers one by one (see
-        `_mixins.CallsBackboneLayers`), and check their inputs with
-        `_checked_inputs`.
+        `backbone(inputs)["sequence_output"]` is `encode(inputs)`. With
+        `output_positions` `(B, P)` the last block computes its output at
+        those positions only (`TransformerBlock`): what task models read
+        (BERT pretraining: `[CLS]` and the masked positions) at a fraction of
+        the last block's cost. Task models call this on their own
+        `keras.Input`s, running the backbone's layers one by one (see
+        `_mixins.CallsBackboneLayers`); on tensors, the inputs and positions
+        are checked as the model's call checks them.
+
+        Args:
+            inputs: dict of int `(B, T)` tensors `token_ids`, `segment_ids`
+                and `padding_mask` (as the model takes).
+            output_positions: optional int `(B, P)`, positions in `[0, T)`.
+
+        Returns:
+            float `(B, T, hidden_dim)`, or `(B, P, hidden_dim)` with
+            `output_positions`.
+
+        Example:
+
+        >>> backbone = BertBackbone(100, num_layers=1, num_heads=2, hidden_dim=16)
+        >>> inputs = {"token_ids": tf.constant([[2, 7, 9, 3]]), "segment_ids": tf.zeros((1, 4), "int32"),
+        ...           "padding_mask": tf.ones((1, 4), "int32")}
+        >>> backbone.encode(inputs, output_positions=tf.constant([[0, 2]])).shape
+        TensorShape([1, 2, 16])
         """
+        if output_positions is not None and not isinstance(output_positions, keras.KerasTensor):
+            inputs = self._checked_inputs({**inputs, "output_positions": output_positions},
+                                          output_positions="BP")
+            output_positions = inputs.pop("output_positions")
+        elif isinstance(inputs, dict) and not any(isinstance(v, keras.KerasTensor) for v in inputs.values()):
+            inputs = self._checked_inputs(inputs)
         x = self._embed(inputs)
         attention_mask = self._attention_mask(inputs)
         for index, block in enumerate(self.transformer_layers):

@@ -89,7 +89,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
         }
         # The last block runs at [CLS] only: all that the pooler reads.
         cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
-        x = backbone._encode(inputs, output_positions=cls_position)  # (B, 1, H)
+        x = backbone.encode(inputs, output_positions=cls_position)  # (B, 1, H)
         pooled = backbone.pooler(x[:, 0, :])
         logits = self.output_dense(self.output_dropout(pooled))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)

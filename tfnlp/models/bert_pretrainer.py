@@ -169,7 +169,7 @@ class BertPretrainer(CallsBackboneLayers, Task):
         # positions only: all that the two heads read.
         cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
         read = keras.ops.concatenate([cls_position, inputs["masked_positions"]], axis=1)
-        x = backbone._encode(inputs, output_positions=read)  # (B, 1 + P, H)
+        x = backbone.encode(inputs, output_positions=read)  # (B, 1 + P, H)
         outputs = {"mlm": self.masked_lm_head(x[:, 1:, :])}
         if self.next_sentence:
             outputs["nsp"] = self.next_sentence_head(backbone.pooler(x[:, 0, :]))

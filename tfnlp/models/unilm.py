@@ -171,7 +171,7 @@ class UniLM(CallsBackboneLayers, Task):
             for name in UNILM_INPUTS
         }
         # The last block runs at the masked positions only: all the head reads.
-        x = backbone._encode(inputs, output_positions=inputs["masked_positions"])  # (B, P, H)
+        x = backbone.encode(inputs, output_positions=inputs["masked_positions"])  # (B, P, H)
         logits = self.masked_lm_head(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.tokenizer = tokenizer
