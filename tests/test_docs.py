@@ -8,10 +8,12 @@ text, so a page that changes fails here until its tiny version is updated.
 The checkpoint importers read small files written by the test in the formats
 they document (Hugging Face, bilm-tf, microsoft/unilm).
 
-Left out, and listed: docs/own_data.md (run by tests/test_own_data.py on the
-labelled files it writes) and the two serving clients of docs/serving.md,
-which need a TF Serving server on localhost (tests/export/test_tf_serving.py
-runs the server's SavedModel loader instead).
+docs/own_data.md is left out here: tests/test_own_data.py runs it on the
+labelled files it writes. The two clients of docs/serving.md (REST with
+`requests`, gRPC with TF Serving's stubs) talk to stand-ins for TF Serving's
+predict APIs on free ports, a Python SavedModel behind each: they check the
+client code, not the server (tests/export/test_tf_serving.py runs the
+server's C++ SavedModel loader).
 """
 
 import json
@@ -22,12 +24,14 @@ import warnings
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the exports' ops)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = ["README.md", "docs/layers.md", "docs/data.md", "docs/models.md", "docs/training.md",
          "docs/serving.md"]
 ELSEWHERE = {"docs/own_data.md"}
-CLIENTS = ("localhost:8501", "localhost:8500")  # blocks that talk to a running server
+CLIENTS = ("localhost:8501", "localhost:8500")  # REST and gRPC ports of TF Serving
 TINY_ELMO = (', units=16, projection_dim=8, filters=((1, 8), (2, 8)), num_highway_layers=1, '
              'num_sampled=64)')
 # page -> [(text, its tiny version)]: each text must be on the page.
@@ -108,20 +112,96 @@ def write_checkpoints(directory):
     (directory / "bert_config.json").write_text(json.dumps(test_unilm_checkpoints.CONFIG))
 
 
+class Served:
+    """The highest version of each model under `base` (TF Serving's `model_base_path`), loaded once."""
+
+    def __init__(self, base):
+        self.base, self.loaded = base, {}
+
+    def signature(self, model, name):
+        version = max(int(p.name) for p in (self.base / model).iterdir() if p.name.isdigit())
+        path = str(self.base / model / str(version))
+        if path not in self.loaded:
+            self.loaded[path] = tf.saved_model.load(path)
+        return self.loaded[path].signatures[name or "serving_default"]
+
+
+def grpc_stand_in(served):
+    """TF Serving's PredictionService.Predict on a free port: (server, port)."""
+    from concurrent import futures
+
+    import grpc
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    class Service(prediction_service_pb2_grpc.PredictionServiceServicer):
+        def Predict(self, request, context):  # noqa: N802 (the gRPC method's name)
+            signature = served.signature(request.model_spec.name, request.model_spec.signature_name)
+            outputs = signature(**{k: tf.constant(tf.make_ndarray(v)) for k, v in request.inputs.items()})
+            response = predict_pb2.PredictResponse()
+            response.model_spec.CopyFrom(request.model_spec)
+            for key, value in outputs.items():
+                response.outputs[key].CopyFrom(tf.make_tensor_proto(value.numpy()))
+            return response
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(Service(), server)
+    port = server.add_insecure_port("localhost:0")
+    server.start()
+    return server, port
+
+
+def rest_stand_in(served):
+    """TF Serving's REST `POST /v1/models/NAME:predict`, row format, one input: (server, port)."""
+    import base64
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            model = self.path.split("/v1/models/", 1)[1].split(":predict")[0]
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            signature = served.signature(model, body.get("signature_name"))
+            (name,) = signature.structured_input_signature[1]
+            texts = [base64.b64decode(v["b64"]) if isinstance(v, dict) else v.encode()
+                     for v in body["instances"]]
+            outputs = {k: v.numpy() for k, v in signature(**{name: tf.constant(texts)}).items()}
+            rows = [{k: v[i].decode() if isinstance(v[i], bytes) else v[i].tolist()
+                     for k, v in outputs.items()} for i in range(len(texts))]
+            reply = json.dumps({"predictions": rows}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("localhost", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
 @pytest.mark.slow
-def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatch):
+def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatch, request):
     pages = {p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *ROOT.glob("docs/*.md")]
              if python_blocks(p.relative_to(ROOT).as_posix())}
     assert pages == set(PAGES) | ELSEWHERE, "a page with Python blocks is neither run here nor listed"
     monkeypatch.chdir(tmp_path)  # the blocks write vocab.txt, saved_models/, runs/
     write_checkpoints(tmp_path)
     keras.utils.set_random_seed(0)
+    served = Served(tmp_path / "saved_models")
+    (rest, rest_port), (grpc, grpc_port) = rest_stand_in(served), grpc_stand_in(served)
+    request.addfinalizer(rest.shutdown)
+    request.addfinalizer(lambda: grpc.stop(None))
+    ports = dict(zip(CLIENTS, (f"localhost:{rest_port}", f"localhost:{grpc_port}"), strict=True))
     namespace, ran, clients, used = {"__name__": "docs"}, 0, [], set()
     for page in PAGES:
         for number, code in enumerate(python_blocks(page), 1):
-            if any(address in code for address in CLIENTS):
-                clients.append(f"{page} #{number}")
-                continue
+            for address, stand_in in ports.items():
+                if address in code:
+                    clients.append(f"{page} #{number}")
+                    code = code.replace(address, stand_in)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 exec(compile(tiny(page, code, used), f"{page} (block {number})", "exec"), namespace)
@@ -132,7 +212,12 @@ def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatc
                if (page, text) not in used]
     assert not missing, f"no longer on the page (update TINY): {missing}"
     assert clients == ["docs/serving.md #1", "docs/serving.md #2"]
-    assert ran == 12
+    assert ran == 14
+    # The clients' answers: two reviews, each a label (name and id) and two probabilities.
+    assert namespace["reply"].status_code == 200
+    predictions = namespace["reply"].json()["predictions"]
+    assert [sorted(p) for p in predictions] == [["label", "label_id", "probabilities"]] * 2
+    assert namespace["labels"].shape == (2,) and namespace["probabilities"].shape == (2, 2)
     # What the blocks made is what they say they make.
     assert (tmp_path / "saved_models" / "reviews" / "2" / "saved_model.pb").exists()
     for export in ("translate_en_es", "elmo", "novel_lm"):
