@@ -64,7 +64,7 @@ TOKENS = BATCH * LENGTH
 
 
 def tfnlp_model(preset, policy, jit):
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         preset, vocabulary_size=VOCABULARY, max_sequence_length=LENGTH, dtype=policy
     )
     model = models.BertPretrainer(backbone)

@@ -4,7 +4,7 @@ Builds two models with random weights (what is measured does not depend on
 the weights) and exports each with tfnlp (tokenizer + model in one
 SavedModel, TF Serving's warm-up file included):
 
-- "classifier": `BertClassifier` on `BertBackbone.from_preset(--preset)`
+- "classifier": `BertClassifier` on `BertBackbone.from_architecture(--preset)`
   (default `bert_small`: 4 layers x 512, 8 heads), sequence length 128, an
   8,000-token WordPiece vocabulary learned from the bundled fine-food
   training reviews (as `serving_benchmark.py` builds it), exported with
@@ -217,7 +217,7 @@ def export_translator(sources, directory, args):
             num_decoder_layers=1, hidden_dim=64, num_heads=2, intermediate_dim=128)
         description = "TransformerSeq2Seq 1 + 1 x 64"
     else:
-        model = models.TransformerSeq2Seq.from_preset(
+        model = models.TransformerSeq2Seq.from_architecture(
             args.translator_preset, len(source_vocabulary), len(target_vocabulary))
         description = f"TransformerSeq2Seq {args.translator_preset}"
     description += f", beam {args.beam_size}, {args.source_length} -> {args.max_length} tokens"

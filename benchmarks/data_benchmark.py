@@ -143,7 +143,7 @@ def bert_pretraining(vocab, policy, quick):  # examples/pretrain_bert.py
         datasets.load_documents("en_novels", "train").repeat(), tokenizer, 128, 20, 32,
         shuffle_buffer=200 if quick else 2000,
     ).map(models.pretraining_batch)
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         "bert_mini", vocabulary_size=len(vocab["english"]), max_sequence_length=128, dtype=policy)
     return pipeline, models.BertPretrainer(backbone)
 
@@ -152,7 +152,7 @@ def bert_classifier(vocab, policy, quick):  # examples/finetune_classifier.py
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab["english"]), 128)
     pipeline = data.classification_dataset(
         datasets.load_fine_food_reviews("train").repeat(), preprocessor, 32, shuffle_buffer=4096)
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         "bert_mini", vocabulary_size=len(vocab["english"]), max_sequence_length=128, dtype=policy)
     return pipeline, models.BertClassifier(backbone, num_classes=2)
 
@@ -169,7 +169,7 @@ def transformer_classifier(vocab, policy, quick):  # examples/text_classifier.py
 
 
 def unilm_backbone(vocab, policy):
-    return models.UniLMBackbone.from_preset(
+    return models.UniLMBackbone.from_architecture(
         "bert_mini", vocabulary_size=len(vocab["english"]), max_sequence_length=128, dtype=policy)
 
 
@@ -198,7 +198,7 @@ def seq2seq(vocab, policy, quick):  # examples/translate.py
         data.WordPieceTokenizer(vocab["target"], lower_case=False), 48, 48, batch_size=64,
         shuffle_buffer=30_000,
     ).map(models.seq2seq_batch)
-    model = models.TransformerSeq2Seq.from_preset(
+    model = models.TransformerSeq2Seq.from_architecture(
         "transformer_small", len(vocab["source"]), len(vocab["target"]), dtype=policy)
     return pipeline, model
 
@@ -206,7 +206,7 @@ def seq2seq(vocab, policy, quick):  # examples/translate.py
 def elmo(vocab, policy, quick):  # examples/pretrain_elmo.py (sequence length 40)
     pipeline = novel_pipeline(vocab["words"], "train", 40, 32, repeat=True).map(models.elmo_batch)
     overrides = {"num_sampled": 256} if quick else {}  # must stay below the quick vocabulary
-    return pipeline, models.ELMoBiLM.from_preset("elmo_small", len(vocab["words"]), dtype=policy,
+    return pipeline, models.ELMoBiLM.from_architecture("elmo_small", len(vocab["words"]), dtype=policy,
                                                  **overrides)
 
 

@@ -217,7 +217,7 @@ def bilm_training(vocabulary, args):
     for softmax, policy in settings:
         keras.utils.set_random_seed(0)
         overrides = {"num_sampled": None} if softmax == "full" else {}
-        model = models.ELMoBiLM.from_preset("elmo_small", len(vocabulary), dtype=policy,
+        model = models.ELMoBiLM.from_architecture("elmo_small", len(vocabulary), dtype=policy,
                                             **overrides)
         model.compile()
         for x, y in batches[:2]:
@@ -265,7 +265,7 @@ def extraction(vocabulary, args):
     for preset, policy, jit, batch_size, _ in settings:
         keras.utils.set_random_seed(0)
         # No sampled softmax: its size must stay below the small vocabulary.
-        bilm = models.ELMoBiLM.from_preset(preset, len(vocabulary), num_sampled=None, dtype=policy)
+        bilm = models.ELMoBiLM.from_architecture(preset, len(vocabulary), num_sampled=None, dtype=policy)
         embedder = models.ELMoEmbedder(bilm)
         x = held_out[batch_size]["character_ids"]
         token_counts.append(int(tf.reduce_sum(held_out[batch_size]["padding_mask"])))

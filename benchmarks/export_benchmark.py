@@ -69,11 +69,11 @@ def _export(kind, vocabulary, directory):
     keras.utils.set_random_seed(0)
     tokenizer = data.WordPieceTokenizer(vocabulary)
     if kind == "bert_classifier":
-        backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=len(vocabulary))
+        backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=len(vocabulary))
         classifier = models.BertClassifier(backbone, 2, preprocessor=data.BertPreprocessor(tokenizer, 128),
                                            labels=["no", "yes"])
         return export.export_classifier(classifier, directory)
-    backbone = models.UniLMBackbone.from_preset("bert_tiny", vocabulary_size=len(vocabulary))
+    backbone = models.UniLMBackbone.from_architecture("bert_tiny", vocabulary_size=len(vocabulary))
     return export.export_seq2seq(models.UniLM(backbone), tokenizer, tokenizer, directory,
                                  source_length=64, max_length=32, beam_size=4)
 

@@ -49,7 +49,7 @@ def _model_and_batch(name):
              "decoder_token_ids": ids, "decoder_padding_mask": mask}
         return model, (x, ids, mask.astype("float32"))
     if name == "bert_pretrainer":
-        backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=300, max_sequence_length=16)
+        backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=300, max_sequence_length=16)
         model = models.BertPretrainer(backbone)
         x = {"token_ids": rng.integers(5, 300, (4, 16)).astype("int32"),
              "segment_ids": np.zeros((4, 16), "int32"), "padding_mask": np.ones((4, 16), "int32"),
@@ -58,7 +58,7 @@ def _model_and_batch(name):
         weights = {"mlm": np.ones((4, 3), "float32"), "nsp": np.ones(4, "float32")}
         return model, (x, y, weights)
     vocabulary = data.build_word_vocabulary(["the cat sat on the mat ."] * 4, 200)
-    model = models.ELMoBiLM.from_preset("elmo_small", 200, max_characters=16, num_sampled=50)
+    model = models.ELMoBiLM.from_architecture("elmo_small", 200, max_characters=16, num_sampled=50)
     sentences = tf.data.Dataset.from_tensor_slices(["the cat sat on the mat ."] * 8)
     batch = next(iter(data.elmo_dataset(sentences, vocabulary, sequence_length=10, max_characters=16,
                                         batch_size=4).map(models.elmo_batch)))

@@ -87,7 +87,7 @@ SAMPLERS = (("top-k 40", {"top_k": 40}), ("top-p 0.9", {"top_p": 0.9}))  # part 
 
 def unilm():
     keras.utils.set_random_seed(0)
-    backbone = models.UniLMBackbone.from_preset(
+    backbone = models.UniLMBackbone.from_architecture(
         "bert_mini", vocabulary_size=VOCABULARY, dropout=0.0, max_sequence_length=512
     )
     model = models.UniLM(backbone)
@@ -259,7 +259,7 @@ def continue_cache_vs_recomputation(model, rounds, lengths):
 def translator():
     """`transformer_small` with one shared vocabulary (tied output), end token never chosen."""
     keras.utils.set_random_seed(0)
-    model = models.TransformerSeq2Seq.from_preset("transformer_small", VOCABULARY, dropout=0.0)
+    model = models.TransformerSeq2Seq.from_architecture("transformer_small", VOCABULARY, dropout=0.0)
     bias = model.token_logits.bias  # never end: decode the full length
     bias.assign(tf.tensor_scatter_nd_update(bias, [[END]], [-1e4]))
     return model

@@ -63,7 +63,7 @@ def export_all(directory, vocabulary_size, max_reviews):
     vocabulary = data.learn_wordpiece_vocabulary(texts, vocabulary_size, progress=False)
     tokenizer = data.WordPieceTokenizer(vocabulary)
     size = len(vocabulary)
-    bert = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=size, max_sequence_length=128)
+    bert = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=size, max_sequence_length=128)
     preprocessor = data.BertPreprocessor(tokenizer, 128)
     single, pairs = ("serving_default", ["text"]), ("encode_pairs", ["text_a", "text_b"])
     exported = {
@@ -78,7 +78,7 @@ def export_all(directory, vocabulary_size, max_reviews):
             models.TransformerClassifier(size, 2, num_layers=2, hidden_dim=64),
             f"{directory}/transformer_classifier", preprocessor=data.BertPreprocessor(tokenizer, 256),
             labels=["a", "b"]), [single]),
-        "elmo": (export.export_elmo(models.ELMoBiLM.from_preset("elmo_small", 1000, num_sampled=None),
+        "elmo": (export.export_elmo(models.ELMoBiLM.from_architecture("elmo_small", 1000, num_sampled=None),
                                     f"{directory}/elmo", max_tokens=64), [single]),
     }
     translator = models.TransformerSeq2Seq(size, size, num_encoder_layers=2, num_decoder_layers=2,

@@ -98,7 +98,7 @@ def _elmo(steps, policy):
     vocabulary = elmo_benchmark.novel_vocabulary(20000)
     features = elmo_benchmark.novel_batches(vocabulary, "train", 32, 32, 1)[0]
     keras.utils.set_random_seed(0)
-    bilm = models.ELMoBiLM.from_preset("elmo_small", len(vocabulary), dtype=policy)
+    bilm = models.ELMoBiLM.from_architecture("elmo_small", len(vocabulary), dtype=policy)
     bilm.compile()
     x, y = models.elmo_batch(features)
     bilm.train_on_batch(x, y)  # trace

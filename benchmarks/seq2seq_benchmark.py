@@ -49,7 +49,7 @@ def classifier_setup(policy):
 
 
 def seq2seq_setup(policy):
-    model = models.TransformerSeq2Seq.from_preset(
+    model = models.TransformerSeq2Seq.from_architecture(
         "transformer_small", VOCABULARY, VOCABULARY, dtype=policy
     )
     model.compile(optimizer=keras.optimizers.Adam(1e-4), metrics=[])
@@ -100,7 +100,7 @@ def decoding_setup(policy="float32"):
     tokens (`start_id=2`, `end_id=3`).
     """
     keras.utils.set_random_seed(0)
-    model = models.TransformerSeq2Seq.from_preset(
+    model = models.TransformerSeq2Seq.from_architecture(
         "transformer_small", VOCABULARY, VOCABULARY, dropout=0.0, dtype=policy
     )
     end_id = 3

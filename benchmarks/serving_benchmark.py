@@ -5,7 +5,7 @@ depend on the weights), a WordPiece vocabulary learned from the bundled
 fine-food training reviews, and exports each with
 `tfnlp.export.export_classifier` (tokenizer + model in one SavedModel):
 
-- "bert": `BertClassifier` on `BertBackbone.from_preset(--preset)`
+- "bert": `BertClassifier` on `BertBackbone.from_architecture(--preset)`
   (default `bert_small`: 4 layers x 512, 8 heads), sequence length 128;
 - "transformer": `TransformerClassifier` as `examples/text_classifier.py`
   trains it (2 layers x 64, 4 heads, mean pooling), sequence length 256.
@@ -73,7 +73,7 @@ def build(kind, vocabulary, args):
 
     keras.utils.set_random_seed(0)
     if kind == "bert":
-        backbone = models.BertBackbone.from_preset(args.preset, vocabulary_size=len(vocabulary))
+        backbone = models.BertBackbone.from_architecture(args.preset, vocabulary_size=len(vocabulary))
         classifier = models.BertClassifier(backbone, num_classes=2)
         return classifier, args.bert_sequence_length, f"BertClassifier {args.preset}"
     classifier = models.TransformerClassifier(

@@ -157,7 +157,7 @@ def main(argv=None):
     count = held_out.reduce(np.int64(0), lambda count, _: count + 1)
     held_out = held_out.apply(tf.data.experimental.assert_cardinality(count))
 
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
         dtype=args.dtype_policy, dropout=args.dropout,
     )

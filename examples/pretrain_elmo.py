@@ -106,7 +106,7 @@ def main(argv=None):
             overrides[name] = getattr(args, name)
     if args.filters:
         overrides["filters"] = [tuple(int(n) for n in f.split(":")) for f in args.filters.split(",")]
-    bilm = models.ELMoBiLM.from_preset(args.preset, len(vocabulary), **overrides)
+    bilm = models.ELMoBiLM.from_architecture(args.preset, len(vocabulary), **overrides)
     bilm.compile(optimizer=keras.optimizers.Adam(args.learning_rate, global_clipnorm=10.0))
 
     validation = batches(sentences("validation", args.max_eval_sentences), shuffle=False)

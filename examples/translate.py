@@ -111,7 +111,7 @@ def main(argv=None):
     train, validation = batches("train", True), batches("validation", False)
     depth = {} if args.num_layers is None else {
         "num_encoder_layers": args.num_layers, "num_decoder_layers": args.num_layers}
-    model = models.TransformerSeq2Seq.from_preset(
+    model = models.TransformerSeq2Seq.from_architecture(
         args.preset, len(source_vocabulary), len(target_vocabulary), **depth)
     model.compile(
         optimizer=keras.optimizers.Adam(

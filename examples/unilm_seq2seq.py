@@ -94,7 +94,7 @@ def start(args):
     texts = [s for d in datasets.read_documents("en_novels", "train") for s in d]
     texts += [t for pair in datasets.read_text_pairs("bible_archaic_modern", "train") for t in pair]
     vocabulary = data.learn_wordpiece_vocabulary(texts, args.vocabulary_size, progress=False)
-    backbone = models.UniLMBackbone.from_preset(
+    backbone = models.UniLMBackbone.from_architecture(
         args.preset, vocabulary_size=len(vocabulary), max_sequence_length=128)
     return data.WordPieceTokenizer(vocabulary), backbone
 

@@ -440,9 +440,9 @@ CASES = [
          **_bert_config(dropout=1.0)),
     init(M.BertBackbone, ValueError, r"`max_sequence_length` must be a positive integer, got 0",
          **_bert_config(max_sequence_length=0)),
-    (M.BertBackbone, "init", lambda: M.BertBackbone.from_preset("bert_huge", vocabulary_size=V),
-     ValueError, r"`preset` must be one of \['bert_base'"),
-    (M.BertBackbone, "init", lambda: M.BertBackbone.from_preset("bert_tiny", vocabulary_size=0),
+    (M.BertBackbone, "init", lambda: M.BertBackbone.from_architecture("bert_huge", vocabulary_size=V),
+     ValueError, r"`architecture` must be one of \['bert_base'"),
+    (M.BertBackbone, "init", lambda: M.BertBackbone.from_architecture("bert_tiny", vocabulary_size=0),
      ValueError, r"`vocabulary_size` must be a positive integer, got 0"),
     call(M.BertBackbone, TypeError, r"`token_ids` must be an integer tensor, got dtype float64",
          lambda: _model("bert")(_bert_inputs(token_ids=[[2.0, 5.5, 6.0, 3.0, 0.0]]))),
@@ -572,8 +572,8 @@ CASES = [
          r"got 0", V, 0),
     init(M.TransformerSeq2Seq, ValueError, r"`intermediate_dim` must be a positive integer, got 0",
          V, hidden_dim=8, num_heads=2, intermediate_dim=0),
-    (M.TransformerSeq2Seq, "init", lambda: M.TransformerSeq2Seq.from_preset("transformer_huge", V),
-     ValueError, r"`preset` must be one of \['transformer_base'"),
+    (M.TransformerSeq2Seq, "init", lambda: M.TransformerSeq2Seq.from_architecture("transformer_huge", V),
+     ValueError, r"`architecture` must be one of \['transformer_base'"),
     call(M.TransformerSeq2Seq, ValueError, r"`encoder_token_ids` must be in \[0, 30\) "
          r"\(`source_vocabulary_size`\), got 30", lambda: _model("seq2seq")(
              _seq2seq_inputs(encoder_token_ids=[[5, 6, 30, 3]]))),

@@ -102,7 +102,7 @@ def test_import_tfnlp_registers_everything_for_loading(tmp_path):
     import subprocess
     import sys
 
-    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=20)
+    backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=20)
     path = str(tmp_path / "backbone.keras")
     backbone.save(path)
     script = f"import keras, tfnlp; print(keras.saving.load_model({path!r}, safe_mode=True).count_params())"

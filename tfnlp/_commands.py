@@ -131,7 +131,7 @@ def pretrain(model_name, settings):
             print(f"{len(vocabulary)} output words: full softmax instead of {num_sampled} samples")
             num_sampled = None
         with strategy.scope():
-            model = models.ELMoBiLM.from_preset(
+            model = models.ELMoBiLM.from_architecture(
                 settings["preset"], len(vocabulary), max_characters=settings["max_characters"],
                 seed=settings["seed"], num_sampled=num_sampled,
             )
@@ -188,7 +188,7 @@ def pretrain(model_name, settings):
             )
         dataset = pipeline(once.repeat(), tokenizer, **common).map(batch)
         with strategy.scope():
-            backbone = backbone_class.from_preset(
+            backbone = backbone_class.from_architecture(
                 settings["preset"], vocabulary_size=len(vocabulary),
                 max_sequence_length=settings["sequence_length"],
             )

@@ -15,7 +15,7 @@ from tfnlp import data, export, models
 @pytest.fixture(scope="module")
 def bert(corpus_vocabulary):
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 24)
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         "bert_tiny", vocabulary_size=len(corpus_vocabulary), max_sequence_length=24
     )
     return backbone, models.BertPretrainer(backbone), preprocessor

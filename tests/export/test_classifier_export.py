@@ -17,7 +17,7 @@ TEXTS = ["Great coffee, will buy again!", "stale and bland", "", "   ", "x" * 30
 
 
 def _bert_classifier(vocabulary_size):
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         "bert_tiny", vocabulary_size=vocabulary_size, max_sequence_length=32
     )
     return models.BertClassifier(backbone, num_classes=2)  # logits
@@ -123,7 +123,7 @@ def test_a_probability_classifier_is_not_softmaxed_twice(corpus_vocabulary):
 
 def test_labels_must_match_the_classes(corpus_vocabulary, tmp_path):
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
-    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=len(corpus_vocabulary))
+    backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=len(corpus_vocabulary))
     with pytest.raises(ValueError, match="2 names for 3 classes"):
         export.export_classifier(models.BertClassifier(backbone, 3), str(tmp_path), preprocessor=preprocessor,
                                  labels=["a", "b"])

@@ -27,7 +27,7 @@ def _inputs(batch=3, length=12, vocabulary_size=300, padding=(0, 4, 9)):
 
 @pytest.fixture
 def backbone():
-    return models.BertBackbone.from_preset("bert_tiny", vocabulary_size=300, max_sequence_length=32)
+    return models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=300, max_sequence_length=32)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_published_parameter_counts(preset, expected, monkeypatch):
     # (the paper rounds them to 110M and 340M). Counting needs no random
     # weights: zeros build BERT-large in a fraction of the time.
     monkeypatch.setattr(bert_backbone, "bert_kernel_initializer", keras.initializers.Zeros)
-    backbone = models.BertBackbone.from_preset(preset, vocabulary_size=30522)
+    backbone = models.BertBackbone.from_architecture(preset, vocabulary_size=30522)
     assert backbone.count_params() == expected
     assert backbone.intermediate_dim == 4 * backbone.hidden_dim
 
@@ -58,7 +58,7 @@ def test_compact_presets_match_hugging_face_models_of_the_released_configs(monke
     for name, (layers_, hidden, heads) in released.items():
         config = transformers.BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers_,
                                          num_attention_heads=heads, intermediate_size=4 * hidden)
-        backbone = models.BertBackbone.from_preset(name, vocabulary_size=30522)
+        backbone = models.BertBackbone.from_architecture(name, vocabulary_size=30522)
         assert backbone.count_params() == transformers.BertModel(config).num_parameters(), name
         assert (backbone.num_layers, backbone.hidden_dim, backbone.num_heads) == (layers_, hidden, heads)
 
@@ -143,7 +143,7 @@ def test_pretrainer_without_next_sentence_fits_full_sentence_batches(tmp_path, c
     ).map(models.pretraining_batch)
     x, y, weights = next(iter(batches))
     assert list(y) == list(weights) == ["mlm"]
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         "bert_tiny", vocabulary_size=tokenizer.vocabulary_size(), max_sequence_length=32
     )
     pretrainer = models.BertPretrainer(backbone, next_sentence=False)
@@ -182,7 +182,7 @@ def test_pretrainer_and_classifier_train_a_step_under_xla(backbone):
 
 
 def test_mixed_bfloat16(backbone):
-    mixed = models.BertBackbone.from_preset(
+    mixed = models.BertBackbone.from_architecture(
         "bert_tiny", vocabulary_size=300, max_sequence_length=32, dtype="mixed_bfloat16"
     )
     mixed.set_weights(backbone.get_weights())
@@ -199,7 +199,7 @@ def test_mixed_bfloat16(backbone):
     previous = keras.config.dtype_policy()
     try:  # also when the policy is global (the Functional model's own policy then)
         keras.config.set_dtype_policy("mixed_bfloat16")
-        globally = models.BertPretrainer(models.BertBackbone.from_preset("bert_tiny", vocabulary_size=300))
+        globally = models.BertPretrainer(models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=300))
         assert globally.backbone.transformer_layers[0].compute_dtype == "bfloat16"
         assert globally.masked_lm_head.compute_dtype == "float32"
     finally:
@@ -223,8 +223,8 @@ def test_bad_backbone_configuration(kwargs, message):
 
 
 def test_bad_task_arguments(backbone):
-    with pytest.raises(ValueError, match="preset"):
-        models.BertBackbone.from_preset("bert_huge", vocabulary_size=10)
+    with pytest.raises(ValueError, match="`architecture` must be one of"):
+        models.BertBackbone.from_architecture("bert_huge", vocabulary_size=10)
     with pytest.raises(ValueError, match="BertBackbone"):
         models.BertPretrainer(keras.Sequential())
     with pytest.raises(ValueError, match="num_classes"):
@@ -295,3 +295,18 @@ def test_encode_is_the_sequence_output_and_computes_only_the_positions_asked_for
                     np.take_along_axis(sequence.numpy(), positions[..., None], axis=1), atol=1e-5)
     with pytest.raises(ValueError, match=r"`output_positions` must be in \[0, 12\)"):
         backbone.encode(x, output_positions=np.array([[0, 12]] * 3, "int32"))
+
+
+@pytest.mark.parametrize("cls, args", [
+    (models.BertBackbone, ("bert_tiny", 50)),
+    (models.UniLMBackbone, ("bert_tiny", 50)),
+    (models.TransformerSeq2Seq, ("transformer_small", 50, 60)),
+    (models.ELMoBiLM, ("elmo_small", 50)),
+])
+def test_from_preset_still_works_for_a_release_with_a_deprecation_warning(cls, args):
+    with pytest.warns(DeprecationWarning, match=rf"`{cls.__name__}.from_preset` is deprecated.*from_architecture"):
+        old = cls.from_preset(*args, num_sampled=None) if cls is models.ELMoBiLM else cls.from_preset(*args)
+    new = cls.from_architecture(*args, num_sampled=None) if cls is models.ELMoBiLM else cls.from_architecture(*args)
+    assert type(old) is cls
+    assert {k: v for k, v in old.get_config().items() if k != "name"} == \
+        {k: v for k, v in new.get_config().items() if k != "name"}

@@ -226,7 +226,7 @@ def test_elmo_original_options_round_trip():
     preset = models.ELMO_PRESETS["elmo_original"]
     assert bilm_tf_options(preset) == PUBLISHED_OPTIONS
     config = options_from_bilm_tf(PUBLISHED_OPTIONS)
-    bilm = models.ELMoBiLM.from_preset("elmo_original", word_vocabulary_size=100, num_sampled=None)
+    bilm = models.ELMoBiLM.from_architecture("elmo_original", word_vocabulary_size=100, num_sampled=None)
     assert bilm_tf_options(bilm) == PUBLISHED_OPTIONS
     assert {name: getattr(bilm, name) for name in config} == config
     shapes = _file_shapes(bilm)

@@ -204,14 +204,14 @@ def test_config_round_trip_and_safe_mode_reload(tmp_path):
 
 
 def test_original_configuration_has_93_6_million_parameters():
-    bilm = models.ELMoBiLM.from_preset("elmo_original", word_vocabulary_size=1000, num_sampled=None)
+    bilm = models.ELMoBiLM.from_architecture("elmo_original", word_vocabulary_size=1000, num_sampled=None)
     # bilm-tf's elmo_2x4096_512_2048cnn_2xhighway: 93.6M without the softmax.
     assert bilm.count_params() - bilm.word_softmax.count_params() == 93_600_864
     assert bilm.word_softmax.count_params() == 1000 * 512 + 1000
-    small = models.ELMoBiLM.from_preset("elmo_small", word_vocabulary_size=20000)
+    small = models.ELMoBiLM.from_architecture("elmo_small", word_vocabulary_size=20000)
     assert small.num_sampled == 1024 and small.projection_dim == 128
-    with pytest.raises(ValueError, match="preset"):
-        models.ELMoBiLM.from_preset("elmo_huge", word_vocabulary_size=10)
+    with pytest.raises(ValueError, match="`architecture` must be one of"):
+        models.ELMoBiLM.from_architecture("elmo_huge", word_vocabulary_size=10)
 
 
 def test_embedder_mixes_the_layers_by_the_formula():

@@ -40,7 +40,7 @@ def _unknown_length(dataset):
 
 
 def _pretrainer(**compile_kwargs):
-    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=300, max_sequence_length=16)
+    backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=300, max_sequence_length=16)
     model = models.BertPretrainer(backbone)
     model.compile(**compile_kwargs)
     return model
@@ -75,7 +75,7 @@ def test_training_history_on_data_of_unknown_length_matches_known_length():
     known, histories = _pretraining_batches(), []
     for dataset in (known, _unknown_length(known)):
         keras.utils.set_random_seed(1)
-        backbone = models.BertBackbone.from_preset(
+        backbone = models.BertBackbone.from_architecture(
             "bert_tiny", vocabulary_size=300, max_sequence_length=16, dropout=0.0
         )
         model = models.BertPretrainer(backbone)

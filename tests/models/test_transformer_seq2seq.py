@@ -145,7 +145,7 @@ def test_base_preset_parameter_count():
     output biases = 63,119,496. The paper reports 65M (table 3); its figure
     counts more than the formula of section 3 gives.
     """
-    model = TransformerSeq2Seq.from_preset("transformer_base", 37_000)
+    model = TransformerSeq2Seq.from_architecture("transformer_base", 37_000)
     encoder_layer = 4 * (512 * 512 + 512) + (512 * 2048 + 2048) + (2048 * 512 + 512) + 2 * 1024
     decoder_layer = encoder_layer + 4 * (512 * 512 + 512) + 1024
     expected = 37_000 * 512 + 6 * encoder_layer + 6 * decoder_layer + 37_000
@@ -238,8 +238,8 @@ def test_a_mask_of_another_shape_fails_when_run_inside_a_function():
 
 
 def test_unknown_preset():
-    with pytest.raises(ValueError, match="preset"):
-        TransformerSeq2Seq.from_preset("transformer_huge", 100)
+    with pytest.raises(ValueError, match="`architecture` must be one of"):
+        TransformerSeq2Seq.from_architecture("transformer_huge", 100)
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])

@@ -30,7 +30,7 @@ def test_schedule_shape_and_serialization():
 
 
 def test_adamw_decays_kernels_and_embeddings_only():
-    backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=50)
+    backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=50)
     pretrainer = models.BertPretrainer(backbone)
     pretrainer.compile()
     optimizer = pretrainer.optimizer
@@ -49,7 +49,7 @@ def test_adamw_decays_kernels_and_embeddings_only():
 @pytest.fixture
 def tiny(corpus_vocabulary):
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(corpus_vocabulary), 16)
-    backbone = models.BertBackbone.from_preset(
+    backbone = models.BertBackbone.from_architecture(
         "bert_tiny", vocabulary_size=len(corpus_vocabulary), max_sequence_length=16
     )
     return backbone, preprocessor

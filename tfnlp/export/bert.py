@@ -182,7 +182,7 @@ def export_backbone(backbone, preprocessor, export_dir, version=1,
     >>> from tfnlp import data, models
     >>> vocab = list(data.SPECIAL_TOKENS) + ["hello", "world"]
     >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
-    >>> backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=7)
+    >>> backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=7)
     >>> path = export_backbone(backbone, preprocessor, tempfile.mkdtemp())
     >>> encode = tf.saved_model.load(path).signatures["serving_default"]
     >>> encode(text=tf.constant(["hello world"]))["pooled_output"].shape

@@ -126,7 +126,7 @@ def export_classifier(classifier, export_dir, preprocessor=None, labels=None, ve
     >>> import tempfile
     >>> vocab = list(data.SPECIAL_TOKENS) + ["good", "bad"]
     >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
-    >>> backbone = models.BertBackbone.from_preset("bert_tiny", vocabulary_size=7)
+    >>> backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=7)
     >>> classifier = models.BertClassifier(backbone, preprocessor=preprocessor, labels=["bad", "good"])
     >>> path = export_classifier(classifier, tempfile.mkdtemp())
     >>> served = tf.saved_model.load(path).signatures["serving_default"]

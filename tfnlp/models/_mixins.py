@@ -3,6 +3,7 @@
 updates wait for their batch, and task models that run their backbone's layers."""
 
 import contextlib
+import warnings
 
 import keras
 import tensorflow as tf
@@ -166,3 +167,23 @@ class DatasetsShuffleThemselves:
         return super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
                            callbacks=callbacks, validation_split=validation_split,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
+
+
+class FromPresetAlias:
+    """Mixin: `from_preset`, the deprecated name of `from_architecture`.
+
+    In keras-hub a preset means released weights (and a tokenizer); tfnlp's
+    builds a published size with random weights, so the method was renamed.
+    The old name works, with a `DeprecationWarning`, for one release.
+    """
+
+    @classmethod
+    def from_preset(cls, preset, *args, **kwargs):
+        """Deprecated: `from_architecture(preset, ...)` (random weights of a published size)."""
+        warnings.warn(
+            f"`{cls.__name__}.from_preset` is deprecated and will be removed in the next release: "
+            f"use `{cls.__name__}.from_architecture`, which it calls (random weights of a "
+            "published size; released weights load with the importers of tfnlp.models).",
+            DeprecationWarning, stacklevel=2,
+        )
+        return cls.from_architecture(preset, *args, **kwargs)

@@ -10,7 +10,11 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
-from tfnlp.models._mixins import ChecksInputs, FromConfig
+from tfnlp.models._mixins import (
+    ChecksInputs,
+    FromConfig,
+    FromPresetAlias,
+)
 
 # Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
 BERT_PRESETS = {
@@ -38,7 +42,7 @@ def bert_kernel_initializer():
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertBackbone(ChecksInputs, FromConfig, keras.Model):
+class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
     """BERT: token + segment + learned position embeddings and post-LN blocks.
 
     `embeddings = LayerNorm(token + segment + position)`, dropout, then
@@ -75,7 +79,7 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
 
     Example:
 
-    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> backbone = BertBackbone.from_architecture("bert_tiny", vocabulary_size=1000)
     >>> outputs = backbone({
     ...     "token_ids": tf.constant([[2, 45, 67, 3, 0]]),
     ...     "segment_ids": tf.zeros((1, 5), tf.int32),
@@ -267,17 +271,17 @@ class BertBackbone(ChecksInputs, FromConfig, keras.Model):
         return None  # BERT: bidirectional, padding only
 
     @classmethod
-    def from_preset(cls, preset, vocabulary_size, **overrides):
+    def from_architecture(cls, architecture, vocabulary_size, **overrides):
         """A backbone of a released BERT size (random weights).
 
         Args:
-            preset: one of `BERT_PRESETS` (`"bert_tiny"` ... `"bert_large"`).
+            architecture: one of `BERT_PRESETS` (`"bert_tiny"` ... `"bert_large"`).
             vocabulary_size: int (30,522 for Google's English vocabulary).
             **overrides: any other constructor argument.
         """
-        if preset not in BERT_PRESETS:
-            raise ValueError(f"`preset` must be one of {sorted(BERT_PRESETS)}, got {preset!r}.")
-        config = copy.deepcopy(BERT_PRESETS[preset])
+        if architecture not in BERT_PRESETS:
+            raise ValueError(f"`architecture` must be one of {sorted(BERT_PRESETS)}, got {architecture!r}.")
+        config = copy.deepcopy(BERT_PRESETS[architecture])
         config.update(overrides)
         return cls(vocabulary_size=vocabulary_size, **config)
 

@@ -347,7 +347,7 @@ def save_google_checkpoint(backbone, directory, pretrainer=None):
     Example:
 
     >>> import tempfile
-    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=50)
+    >>> backbone = BertBackbone.from_architecture("bert_tiny", vocabulary_size=50)
     >>> folder = tempfile.mkdtemp()
     >>> save_google_checkpoint(backbone, folder)
     >>> dict(tf.train.list_variables(folder + "/bert_model.ckpt"))["bert/pooler/dense/kernel"]

@@ -46,7 +46,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
 
     Example:
 
-    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> backbone = BertBackbone.from_architecture("bert_tiny", vocabulary_size=1000)
     >>> classifier = BertClassifier(backbone, num_classes=3)
     >>> classifier({
     ...     "token_ids": tf.constant([[2, 45, 3]]),
@@ -60,7 +60,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
     >>> from tfnlp import data
     >>> vocab = list(data.SPECIAL_TOKENS) + ["good", "bad", "food"]
     >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
-    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=len(vocab))
+    >>> backbone = BertBackbone.from_architecture("bert_tiny", vocabulary_size=len(vocab))
     >>> classifier = BertClassifier(backbone, preprocessor=preprocessor, labels=["neg", "pos"])
     >>> classifier.compile()
     >>> history = classifier.fit(["good food", "bad food"], ["pos", "neg"], verbose=0)

@@ -114,7 +114,7 @@ class BertPretrainer(CallsBackboneLayers, Task):
 
     Example:
 
-    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> backbone = BertBackbone.from_architecture("bert_tiny", vocabulary_size=1000)
     >>> pretrainer = BertPretrainer(backbone)
     >>> sorted(pretrainer.output_names)
     ['mlm', 'nsp']

@@ -16,6 +16,7 @@ from tfnlp.models._mixins import (
     ChecksInputs,
     DatasetsShuffleThemselves,
     FromConfig,
+    FromPresetAlias,
     RestoresCompile,
     StepsWaitForData,
 )
@@ -129,7 +130,7 @@ def sentence_character_ids(texts, max_tokens, max_characters, max_input_bytes=10
 
 @keras.saving.register_keras_serializable(package="tfnlp")
 class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig,
-               DatasetsShuffleThemselves, keras.Model):
+               DatasetsShuffleThemselves, FromPresetAlias, keras.Model):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector
@@ -394,17 +395,17 @@ class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksIn
         super().compile(optimizer=optimizer, **kwargs)
 
     @classmethod
-    def from_preset(cls, preset, word_vocabulary_size, **overrides):
+    def from_architecture(cls, architecture, word_vocabulary_size, **overrides):
         """A model of a size from `ELMO_PRESETS` (random weights).
 
         Args:
-            preset: `"elmo_small"` or `"elmo_original"`.
+            architecture: `"elmo_small"` or `"elmo_original"`.
             word_vocabulary_size: int.
             **overrides: any other constructor argument.
         """
-        if preset not in ELMO_PRESETS:
-            raise ValueError(f"`preset` must be one of {sorted(ELMO_PRESETS)}, got {preset!r}.")
-        return cls(word_vocabulary_size=word_vocabulary_size, **{**ELMO_PRESETS[preset], **overrides})
+        if architecture not in ELMO_PRESETS:
+            raise ValueError(f"`architecture` must be one of {sorted(ELMO_PRESETS)}, got {architecture!r}.")
+        return cls(word_vocabulary_size=word_vocabulary_size, **{**ELMO_PRESETS[architecture], **overrides})
 
     def get_config(self):
         return {

@@ -25,7 +25,10 @@ from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
 from tfnlp.layers.token_logits import TokenLogits
 from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
-from tfnlp.models._mixins import FromConfig
+from tfnlp.models._mixins import (
+    FromConfig,
+    FromPresetAlias,
+)
 from tfnlp.models.task import (
     DEFAULT_BATCH_SIZE,
     Task,
@@ -205,7 +208,7 @@ def missing_token_ids(model, **token_ids):
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerSeq2Seq(FromConfig, Task):
+class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
     """Encoder-decoder Transformer for translation and other seq2seq tasks.
 
     Encoder: token embedding scaled by `sqrt(hidden_dim)` + sinusoidal
@@ -770,21 +773,21 @@ class TransformerSeq2Seq(FromConfig, Task):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     @classmethod
-    def from_preset(cls, preset, source_vocabulary_size, target_vocabulary_size=None, **overrides):
+    def from_architecture(cls, architecture, source_vocabulary_size, target_vocabulary_size=None, **overrides):
         """A model of a size from `TRANSFORMER_PRESETS` (random weights).
 
         Args:
-            preset: `"transformer_small"`, `"transformer_base"` or
+            architecture: `"transformer_small"`, `"transformer_base"` or
                 `"transformer_big"`.
             source_vocabulary_size: int.
             target_vocabulary_size: int or None (shared vocabulary).
             **overrides: any other constructor argument.
         """
-        if preset not in TRANSFORMER_PRESETS:
+        if architecture not in TRANSFORMER_PRESETS:
             raise ValueError(
-                f"`preset` must be one of {sorted(TRANSFORMER_PRESETS)}, got {preset!r}."
+                f"`architecture` must be one of {sorted(TRANSFORMER_PRESETS)}, got {architecture!r}."
             )
-        config = copy.deepcopy(TRANSFORMER_PRESETS[preset])
+        config = copy.deepcopy(TRANSFORMER_PRESETS[architecture])
         config.update(overrides)
         return cls(source_vocabulary_size, target_vocabulary_size, **config)
 

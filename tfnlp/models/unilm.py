@@ -121,7 +121,7 @@ class UniLM(CallsBackboneLayers, Task):
 
     Example:
 
-    >>> backbone = UniLMBackbone.from_preset("bert_tiny", vocabulary_size=100)
+    >>> backbone = UniLMBackbone.from_architecture("bert_tiny", vocabulary_size=100)
     >>> model = UniLM(backbone)
     >>> model({
     ...     "token_ids": tf.constant([[2, 45, 3, 4, 3]]),
@@ -672,7 +672,7 @@ class UniLM(CallsBackboneLayers, Task):
 
         Example:
 
-        >>> backbone = UniLMBackbone.from_preset("bert_tiny", vocabulary_size=100)
+        >>> backbone = UniLMBackbone.from_architecture("bert_tiny", vocabulary_size=100)
         >>> model = UniLM(backbone)
         >>> result = model.continue_prompt(tf.constant([[2, 45, 46]]), end_id=3, mask_id=4,
         ...                                max_length=5, top_k=10, seed=0)

@@ -109,7 +109,7 @@ class UniLMBackbone(BertBackbone):
 
     Example:
 
-    >>> backbone = UniLMBackbone.from_preset("bert_tiny", vocabulary_size=1000)
+    >>> backbone = UniLMBackbone.from_architecture("bert_tiny", vocabulary_size=1000)
     >>> outputs = backbone({
     ...     "token_ids": tf.constant([[2, 45, 3, 67, 3], [2, 45, 3, 67, 3]]),
     ...     "segment_ids": tf.constant([[0, 0, 0, 1, 1], [0, 0, 0, 1, 1]]),
