@@ -85,7 +85,7 @@ from _common import (  # noqa: E402
     fresh_process_arguments,
     machine_info,
     peak_rss_mb,
-    write_json,  # noqa: E402
+    write_json,
 )
 
 # Nothing from tfnlp (nor keras, nor the harness) is imported at module
@@ -528,10 +528,12 @@ def main():
         HERE, "results", f"cpp_serving{'_quick' if args.quick else ''}.json")
 
     sys.path.insert(0, ROOT)  # tests.export.serving.harness
+    from tfnlp import datasets  # before TensorFlow: tfnlp picks the oneDNN setting
+
+    # isort: split
     import tensorflow as tf
 
     from tests.export.serving.harness import binary
-    from tfnlp import datasets  # before TensorFlow: tfnlp picks the oneDNN setting
 
     cpu = cpu_facts()
     onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS")

@@ -35,10 +35,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from _common import markdown_table, write_json  # noqa: E402
 
-from tfnlp import (
-    _devices,  # noqa: E402
-    layers,  # noqa: E402
-)
+from tfnlp import _devices, layers  # noqa: E402
 
 SHAPE = (32, 8, 128, 128)
 

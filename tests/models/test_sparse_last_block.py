@@ -1,7 +1,7 @@
 """BERT's task models run their last block at the read positions only: same outputs and gradients.
 
 `BertPretrainer`, `BertClassifier` and `UniLM` call their backbone's layers one by one
-(`BertBackbone._encode`) so that the last block computes `[CLS]` and the masked positions only.
+(`BertBackbone.encode`) so that the last block computes `[CLS]` and the masked positions only.
 Each is compared here with the same heads on the backbone's full pass, as they were built
 before, on weights and inputs where every position matters.
 """

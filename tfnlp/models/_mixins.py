@@ -35,7 +35,7 @@ class ChecksInputs:
     Keras' Functional `call` casts every input to the dtype of its
     `keras.Input` (float token ids silently become ints) and fails deep in
     TensorFlow on wrong shapes; a model defines `_checked_inputs(inputs)`
-    (usually `tfnlp.layers._checks.model_inputs`) to name the argument
+    (usually `tfnlp._checks.model_inputs`) to name the argument
     instead.
     """
 

@@ -212,7 +212,9 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         the last block's cost. Task models call this on their own
         `keras.Input`s, running the backbone's layers one by one (see
         `_mixins.CallsBackboneLayers`); on tensors, the inputs and positions
-        are checked as the model's call checks them.
+        are checked as the model's call checks them. Dropout follows Keras'
+        training phase: on inside `fit`'s training step, off when called
+        directly (call the model with `training=True` for the whole pass).
 
         Args:
             inputs: dict of int `(B, T)` tensors `token_ids`, `segment_ids`
@@ -231,7 +233,8 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         >>> backbone.encode(inputs, output_positions=tf.constant([[0, 2]])).shape
         TensorShape([1, 2, 16])
         """
-        if output_positions is not None and not isinstance(output_positions, keras.KerasTensor):
+        if (isinstance(inputs, dict) and output_positions is not None
+                and not isinstance(output_positions, keras.KerasTensor)):
             inputs = self._checked_inputs({**inputs, "output_positions": output_positions},
                                           output_positions="BP")
             output_positions = inputs.pop("output_positions")
