@@ -19,9 +19,9 @@ threshold: it is counted once for the whole search.
 The result is tensorflow-text's vocabulary token for token (checked against
 its learner in `tests/data/test_wordpiece_learner.py`). On the 26,738
 distinct words of the bundled training novels it learns the 8,000-token
-vocabulary of `make demo` in 6.2 s instead of 50.3 s (8.2x, measured in one
-run by `benchmarks/data_benchmark.py` on a 2-core AMD EPYC with AVX2). What
-is left is mostly the greedy splitting of every word in the later passes.
+vocabulary of `make demo` several times faster than tensorflow-text's learner
+(`benchmarks/data_benchmark.py`, figures in benchmarks/README.md). What is
+left is mostly the greedy splitting of every word in the later passes.
 """
 
 import collections

@@ -8,9 +8,9 @@ its background thread. The batches are the same either way (tfnlp's maps are
 deterministic), only the speed differs.
 
 Why: under `model.fit` on a 2-core CPU, with the autotuner on, training steps
-intermittently stretched to whole multiples of about 102 ms, and BERT-tiny
-runs of the pretraining example and the text-classifier example ran 1.21-1.22x
-and 1.12x slower end to end, with the same results (`benchmarks/README.md`, "tf.data
+intermittently stretched to whole multiples of the autotuner's period, and
+BERT-tiny runs of the pretraining and text-classifier examples were slower end
+to end, with the same results (figures in `benchmarks/README.md`, "tf.data
 autotuning under `model.fit`"; many-core CPUs and GPU hosts were not measured).
 
 To hand a pipeline back to the autotuner (e.g. on a large machine where you

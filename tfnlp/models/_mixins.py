@@ -98,8 +98,8 @@ class BuildsOptimizerFirst:
     (Adam's two per weight) is then created inside the `tf.function`, each
     with its own lifted-initializer `tf.cond`, and the function is traced
     twice. On a 2-core CPU that made the first `fit` of a tiny
-    `TransformerSeq2Seq` take 15.0 s instead of 4.9 s
-    (`benchmarks/first_fit_benchmark.py`). The
+    `TransformerSeq2Seq` several times slower
+    (`benchmarks/first_fit_benchmark.py`, figures in benchmarks/README.md). The
     optimizer is built here, in the model's strategy scope, when the
     training function is made; Keras skips its own build then.
     """
