@@ -85,9 +85,9 @@ class SegmentPacker(PreprocessingLayer):
             `(token_ids, segment_ids)`, int32 `tf.RaggedTensor`s `(B, None)`
             with at most `sequence_length` tokens per row.
         """
-        token_ids, segment_ids, lengths = self._pack(self._segments(inputs))
-        return (tf.RaggedTensor.from_tensor(token_ids, lengths=lengths[:, 0]),
-                tf.RaggedTensor.from_tensor(segment_ids, lengths=lengths[:, 0]))
+        packed, lengths = self._pack(self._segments(inputs))
+        return tuple(tf.RaggedTensor.from_tensor(packed[name], lengths=lengths[:, 0])
+                     for name in ("token_ids", "segment_ids"))
 
     def _segments(self, inputs):
         """`inputs` checked, as a list of one or two int32 ragged tensors."""
@@ -120,8 +120,8 @@ class SegmentPacker(PreprocessingLayer):
         return segments
 
     def _pack(self, segments):
-        """`(token_ids, segment_ids, lengths)`: the packed rows `(B, sequence_length)`, padded,
-        and how many positions of each are real `(B, 1)`.
+        """`(packed, lengths)`: `call`'s dict of padded rows `(B, sequence_length)`,
+        and how many positions of each row are real `(B, 1)`.
 
         Written with dense ops on `(B, sequence_length)` positions: each
         segment is cut by padding it to its budget (`to_tensor`), and the
@@ -154,16 +154,15 @@ class SegmentPacker(PreprocessingLayer):
             ends = (positions == keep_a + 1) | (positions == used - 1)
             segment_ids = tf.cast((positions > keep_a + 1) & (positions < used), tf.int32)
         real = positions < used
-        token_ids = tf.where(ends, self.end_id, tf.where(real, values, self.pad_id))
-        return token_ids, segment_ids, used
+        packed = {
+            "token_ids": tf.where(ends, self.end_id, tf.where(real, values, self.pad_id)),
+            "segment_ids": segment_ids,
+            "padding_mask": tf.cast(real, tf.int32),
+        }
+        return packed, used
 
     def call(self, inputs):
-        token_ids, segment_ids, lengths = self._pack(self._segments(inputs))
-        return {
-            "token_ids": token_ids,
-            "segment_ids": segment_ids,
-            "padding_mask": tf.cast(tf.range(self.sequence_length)[None, :] < lengths, tf.int32),
-        }
+        return self._pack(self._segments(inputs))[0]
 
     def get_config(self):
         config = super().get_config()

@@ -233,13 +233,12 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         >>> backbone.encode(inputs, output_positions=tf.constant([[0, 2]])).shape
         TensorShape([1, 2, 16])
         """
-        if (isinstance(inputs, dict) and output_positions is not None
-                and not isinstance(output_positions, keras.KerasTensor)):
-            inputs = self._checked_inputs({**inputs, "output_positions": output_positions},
-                                          output_positions="BP")
-            output_positions = inputs.pop("output_positions")
-        elif isinstance(inputs, dict) and not any(isinstance(v, keras.KerasTensor) for v in inputs.values()):
-            inputs = self._checked_inputs(inputs)
+        if isinstance(inputs, dict) and not any(  # tensors: checked; KerasTensors: Keras checks
+            isinstance(v, keras.KerasTensor) for v in (*inputs.values(), output_positions)
+        ):
+            positions = {} if output_positions is None else {"output_positions": output_positions}
+            inputs = self._checked_inputs({**inputs, **positions}, **dict.fromkeys(positions, "BP"))
+            output_positions = inputs.pop("output_positions", None)
         x = self._embed(inputs)
         attention_mask = self._attention_mask(inputs)
         for index, block in enumerate(self.transformer_layers):
