@@ -3,7 +3,9 @@
 `run_layer_test` checks, for one layer configuration: config JSON round trip,
 eager call, symbolic (Functional) call, XLA-compiled call, `.keras` save/load
 with `safe_mode=True`, one `fit` step (compiled with XLA) that moves every
-trainable weight, and the `mixed_bfloat16` policy.
+trainable weight, and the `mixed_bfloat16` policy. `run_model_test` does the
+same for the tiny model of each family in `tests/families.py`, and checks
+that a float id input is refused naming it.
 """
 
 import json
@@ -120,4 +122,73 @@ def run_layer_test(
         assert_finite(output)
         expected = layer(**tensors, **call_kwargs)
         assert_allclose(_first(output), _first(expected), atol=mixed_precision_atol, rtol=0.02)
+    return eager
+
+
+def _wrong_dtype(inputs):
+    """The inputs with their first id input as float32, and that input's name."""
+    if not isinstance(inputs, dict):
+        return inputs.astype("float32"), "character_ids"
+    name = next(k for k in ("token_ids", "encoder_token_ids") if k in inputs)
+    return {**inputs, name: inputs[name].astype("float32")}, name
+
+
+def run_model_test(family):
+    """Runs the standard checks on the tiny model of one registered family (`tests/families.py`).
+
+    Config JSON round trip (a `tfnlp>` registered name), eager call, XLA
+    call, `.keras` save/load with `safe_mode=True` (same outputs, same
+    compile and optimizer state, after one training step that moves every
+    trainable weight), `mixed_bfloat16` (bfloat16 compute, float32 variables, close to
+    float32), and a float id input refused with an error that names it,
+    without Keras' dump of the inputs.
+    """
+    from tests import families
+
+    keras.utils.set_random_seed(0)
+    # A constant learning rate: the families' default schedules start at 0.
+    model = families.model(family, optimizer=keras.optimizers.Adam(1e-3))
+    x, y, weights = families.first_batch(family)
+    _config_round_trip(model)
+    eager = model(x, training=False)
+    assert_finite(eager)
+
+    compiled = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True)
+    assert_allclose(compiled(x), eager, atol=1e-5)
+
+    before = [w.numpy().copy() for w in model.trainable_weights]
+    logs = model.train_on_batch(x, y, sample_weight=weights, return_dict=True)
+    assert all(np.isfinite(v) for v in logs.values()), logs
+    unchanged = [w.path for old, w in zip(before, model.trainable_weights, strict=True)
+                 if np.array_equal(old, w.numpy())]
+    assert unchanged == [], f"{family}: {unchanged} did not train"
+    trained = model(x, training=False)
+
+    # After the step, so that the optimizer's state is saved too.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.keras")
+        model.save(path)
+        restored = keras.saving.load_model(path, safe_mode=True)
+    assert type(restored) is type(model)
+    assert_allclose(restored(x, training=False), trained, atol=0.0)
+    assert restored.get_compile_config() == model.get_compile_config()
+    assert_allclose([v.numpy() for v in restored.optimizer.variables],
+                    [v.numpy() for v in model.optimizer.variables], atol=0.0)
+
+    mixed = families.model(family, dtype="mixed_bfloat16")
+    mixed.set_weights(restored.get_weights())
+    output = mixed(x, training=False)
+    assert all(w.dtype == "float32" for w in mixed.trainable_weights)
+    assert_finite(output)
+    assert_allclose(output, restored(x, training=False), atol=0.1, rtol=0.05)
+    assert any(layer.dtype_policy.compute_dtype == "bfloat16" for layer in mixed._flatten_layers())
+
+    bad, name = _wrong_dtype(x)
+    try:
+        model(bad)
+    except TypeError as error:
+        message = str(error)
+    else:
+        raise AssertionError(f"{family}: a float `{name}` was accepted")
+    assert message.startswith(f"`{name}` must be an integer tensor"), message
     return eager

@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import families
 from tests.harness import assert_finite
-from tests.training import families
 from tfnlp.layers import MultiHeadAttention, TransformerBlock, TransformerDecoderBlock, WordSoftmax
 from tfnlp.training import SmoothedSparseCategoricalCrossentropy, sparse_softmax_cross_entropy
 

@@ -22,7 +22,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tests.training import families  # noqa: E402
+from tests import families  # noqa: E402
 from tfnlp import training  # noqa: E402
 
 FLAGS = ("--per-replica", "--no-dropout")

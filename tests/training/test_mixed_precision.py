@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.training import families
+from tests import families
 from tfnlp import training
 
 

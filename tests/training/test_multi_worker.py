@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.training.families import FAMILIES
+from tests.families import FAMILIES
 from tests.training.resume_job import command, load
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.training.families import FAMILIES
+from tests.families import FAMILIES
 from tests.training.resume_job import command, load
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.training import families
+from tests import families
 from tfnlp import data, training
 
 STEPS = 3

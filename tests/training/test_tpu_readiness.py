@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.training import families
+from tests import families
 from tfnlp import data, datasets, models, training
 
 WORDS = [f"w{i}" for i in range(30)]

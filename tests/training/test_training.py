@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import families
 from tests.harness import assert_allclose
-from tests.training import families
 from tfnlp import data, models, training
 
 

@@ -8,6 +8,8 @@ import warnings
 import keras
 import tensorflow as tf
 
+from tfnlp import _checks
+
 
 class RestoresCompile:
     """Mixin: a `.keras` file restores the model's `compile()`, optimizer state included.
@@ -36,14 +38,17 @@ class ChecksInputs:
     `keras.Input` (float token ids silently become ints) and fails deep in
     TensorFlow on wrong shapes; a model defines `_checked_inputs(inputs)`
     (usually `tfnlp._checks.model_inputs`) to name the argument
-    instead.
+    instead. The error reaches the user as raised, without the Keras dump
+    of every argument's value that `call` would add.
     """
 
     def _checked_inputs(self, inputs):
         raise NotImplementedError
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        return super().call(self._checked_inputs(inputs), training=training, mask=mask, **kwargs)
+        with _checks.errors_without_input_dump():
+            inputs = self._checked_inputs(inputs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
 
 
 class CallsBackboneLayers:

@@ -1,6 +1,12 @@
-"""One tiny model and a few deterministic batches per tfnlp model family.
+"""The registry of tfnlp's model families: one tiny model and a few deterministic batches each.
 
-Shared by the distribution, resumption and TPU-readiness tests. Dropout is
+The model harness (`tests/harness.py`, `run_model_test`), the numerics
+tests and the training tests (distribution, resumption, mixed precision,
+TPU readiness, `.keras` restore) iterate `FAMILIES`; `MODEL_CLASSES` and
+`EXPORTED_AS` say which public model classes each family covers and which
+export of `tests/export/test_tf_serving.py` serves them, and
+`tests/models/test_model_harness.py` fails until a new public model class is
+in both. A new family is added here. Dropout is
 off (replicas draw different dropout masks, so only dropout-free training is
 comparable across strategies); padding and the number of weighted targets
 differ between the two halves of every batch, so a loss that normalised per
@@ -14,6 +20,32 @@ from tfnlp import data, models
 
 BATCH, LENGTH, VOCABULARY = 8, 12, 50
 FAMILIES = ("bert_pretrainer", "bert_classifier", "transformer_classifier", "seq2seq", "unilm", "elmo")
+# The public model classes each family's tiny model is or holds.
+MODEL_CLASSES = {
+    "bert_pretrainer": ("BertPretrainer", "BertBackbone"),
+    "bert_classifier": ("BertClassifier", "BertBackbone"),
+    "transformer_classifier": ("TransformerClassifier",),
+    "seq2seq": ("TransformerSeq2Seq",),
+    "unilm": ("UniLM", "UniLMBackbone"),
+    "elmo": ("ELMoBiLM",),
+}
+# Public model classes that no family trains, and where they are tested.
+NOT_TRAINED = {
+    "ELMoEmbedder": "the frozen biLM's mix, trained inside a task model: tests/models/test_elmo.py",
+}
+# Which export of tests/export/test_tf_serving.py serves each public model
+# class in TF Serving's C++ loader.
+EXPORTED_AS = {
+    "BertBackbone": "backbone",
+    "BertPretrainer": "fill_mask",
+    "BertClassifier": "bert_classifier",
+    "TransformerClassifier": "transformer_classifier",
+    "TransformerSeq2Seq": "translator",
+    "UniLM": "unilm",
+    "UniLMBackbone": "unilm",
+    "ELMoBiLM": "elmo",
+    "ELMoEmbedder": "elmo",
+}
 
 
 def _mask(rng, batch=BATCH, length=LENGTH, minimum=3):
@@ -68,6 +100,12 @@ def _batch(family, rng):
         }
         return data.character_ids(tf.constant(tokens), 12).numpy(), targets
     raise ValueError(family)
+
+
+def first_batch(family, seed=0):
+    """`(x, y, sample_weight)` of the first batch of `batches(family, seed=seed)` (weight None if none)."""
+    x, y, *weights = _batch(family, np.random.default_rng(seed))
+    return x, y, weights[0] if weights else None
 
 
 def batches(family, count=3, seed=0):
