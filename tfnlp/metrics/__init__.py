@@ -1,17 +1,23 @@
-"""Evaluation metrics in pure Python: corpus BLEU and ROUGE for generated text, and a
-classification report (accuracy, macro-F1, per-class F1, confusion matrix).
+"""Evaluation metrics: corpus BLEU and ROUGE for generated text, a classification report
+(accuracy, macro-F1, per-class F1, confusion matrix), and `Perplexity` for language models.
+
+`Perplexity` is a Keras metric, updated batch by batch inside `fit` and
+`evaluate` (the ELMo biLM reports it); the others are pure Python, run on
+a model's outputs after the fact.
 
 BLEU and ROUGE tokenise references and hypotheses with `tokenize_for_evaluation` by
 default (NFC, lower-case, words and single punctuation characters, one token
 per CJK ideograph), so scores do not depend on a model's own vocabulary.
-Inputs are Python `str` or UTF-8 `bytes`; no TensorFlow is involved.
+Their inputs are Python `str` or UTF-8 `bytes`; no TensorFlow is involved.
 """
 
 from tfnlp.metrics.bleu import corpus_bleu, corpus_bleu_details, tokenize_for_evaluation
 from tfnlp.metrics.classification import classification_report
+from tfnlp.metrics.perplexity import Perplexity
 from tfnlp.metrics.rouge import rouge_scores
 
 __all__ = [
+    "Perplexity",
     "classification_report",
     "corpus_bleu",
     "corpus_bleu_details",

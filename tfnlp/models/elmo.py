@@ -11,6 +11,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
+from tfnlp.metrics.perplexity import Perplexity
 from tfnlp.models._mixins import (
     BuildsOptimizerFirst,
     ChecksInputs,
@@ -22,7 +23,6 @@ from tfnlp.models._mixins import (
 )
 from tfnlp.models.task import DEFAULT_BATCH_SIZE, Task, is_texts, string_tensor, text_rank
 from tfnlp.training.distribute import global_sum
-from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import with_loss_scaling
 
 ELMO_PRESETS = {

@@ -1,4 +1,10 @@
-"""Training utilities: learning-rate schedules, losses, metrics, callbacks and TensorBoard."""
+"""Training utilities: learning-rate schedules, losses, optimizers, callbacks and TensorBoard.
+
+`Perplexity` moved to `tfnlp.metrics`; `tfnlp.training.Perplexity` still
+gives it, with a `DeprecationWarning`, for one release.
+"""
+
+import warnings
 
 from tfnlp.training.callbacks import AttentionImages, attention_weights, write_embedding_projector
 from tfnlp.training.distribute import cluster_size, global_sum, strategy
@@ -7,7 +13,6 @@ from tfnlp.training.losses import (
     SmoothedSparseCategoricalCrossentropy,
     sparse_softmax_cross_entropy,
 )
-from tfnlp.training.metrics import Perplexity
 from tfnlp.training.optimizers import NO_DECAY, AdamW, bert_adamw, with_loss_scaling
 from tfnlp.training.schedules import InverseSquareRootDecay, LinearWarmupLinearDecay
 from tfnlp.training.validation import ValidationEvaluation
@@ -18,7 +23,6 @@ __all__ = [
     "InverseSquareRootDecay",
     "LinearWarmupLinearDecay",
     "NO_DECAY",
-    "Perplexity",
     "SmoothedSparseCategoricalCrossentropy",
     "ValidationEvaluation",
     "attention_weights",
@@ -32,3 +36,16 @@ __all__ = [
     "with_loss_scaling",
     "write_embedding_projector",
 ]
+
+
+def __getattr__(name):
+    if name == "Perplexity":  # moved in 2026-11; the alias goes in the next release
+        warnings.warn(
+            "`tfnlp.training.Perplexity` moved to `tfnlp.metrics.Perplexity`; the old name "
+            "goes in the next release.",
+            DeprecationWarning, stacklevel=2,
+        )
+        from tfnlp.metrics import Perplexity
+
+        return Perplexity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Keras metrics for language models."""
+"""Perplexity, a Keras metric for language models (inside `fit` and `evaluate`)."""
 
 import keras
 import tensorflow as tf

@@ -1,50 +1,10 @@
-import keras
+"""The smoothed cross-entropy under a distribution strategy and on weight-0 infinite losses."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tfnlp import training
-
-
-def test_perplexity_counts_every_token_once_across_batch_shapes():
-    metric = training.Perplexity()
-    metric.update_state([[1.0, 1.0]], sample_weight=[[1, 1]])
-    metric.update_state([[3.0] + [7.0] * 9], sample_weight=[[1] + [0] * 9])
-    assert float(metric.result()) == pytest.approx(np.exp(5.0 / 3.0), rel=1e-6)
-    metric.reset_state()
-    assert float(metric.result()) == 1.0  # nothing seen: exp(0), never NaN
-    metric.update_state(np.full((2, 3), 2.0))  # no weights: every value counts
-    assert float(metric.result()) == pytest.approx(np.exp(2.0), rel=1e-6)
-
-
-def test_perplexity_serializes():
-    metric = training.Perplexity(name="forward_perplexity")
-    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(metric))
-    assert isinstance(restored, training.Perplexity) and restored.name == "forward_perplexity"
-
-
-def test_perplexity_sums_replicas(mirrored_strategy):
-    strategy = mirrored_strategy
-    with strategy.scope():
-        metric = training.Perplexity()
-
-    def update(values, weights):
-        metric.update_state(values, sample_weight=weights)
-
-    values = strategy.experimental_distribute_values_from_function(
-        lambda context: tf.constant([[1.0, 1.0]]) if context.replica_id_in_sync_group == 0 else tf.constant([[4.0, 0.0]])
-    )
-    weights = strategy.experimental_distribute_values_from_function(
-        lambda context: tf.constant([[1.0, 1.0]]) if context.replica_id_in_sync_group == 0 else tf.constant([[1.0, 0.0]])
-    )
-    strategy.run(update, args=(values, weights))
-    assert float(metric.result()) == pytest.approx(np.exp(2.0), rel=1e-6)
-
-
-def test_perplexity_drops_weight_zero_tokens_of_infinite_loss():
-    metric = training.Perplexity()
-    metric.update_state([[1.0, np.inf]], sample_weight=[[1, 0]])
-    assert float(metric.result()) == pytest.approx(np.e, rel=1e-6)
 
 
 def _per_replica(strategy, first, second):
