@@ -55,5 +55,9 @@ def test_the_old_name_in_training_still_works_with_a_deprecation_warning():
     assert "Perplexity" not in training.__all__
     with pytest.raises(AttributeError, match="no attribute 'Nonexistent'"):
         training.Nonexistent  # noqa: B018
-    # Files saved before the move name the class the same way.
+    # Files saved before the move name the class the same way, and load.
     assert keras.saving.get_registered_name(metrics.Perplexity) == "tfnlp>Perplexity"
+    saved_before = {"module": "tfnlp.training.metrics", "class_name": "Perplexity",
+                    "config": {"name": "p", "dtype": "float32"}, "registered_name": "tfnlp>Perplexity"}
+    assert isinstance(keras.saving.deserialize_keras_object(saved_before, safe_mode=True),
+                      metrics.Perplexity)
