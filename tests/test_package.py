@@ -1,5 +1,6 @@
-"""Package-wide checks: docstring examples run, public layers are complete."""
+"""Package-wide checks: docstring examples run, public layers are complete, the layers of the package."""
 
+import ast
 import doctest
 import inspect
 import pathlib
@@ -127,3 +128,43 @@ def test_the_api_reference_builds_without_warnings(tmp_path):
     for package in ("layers", "data", "datasets", "models", "training", "export", "generation", "metrics"):
         assert f"tfnlp/{package}.html" in pages, sorted(pages)
     assert "BertBackbone" in (tmp_path / "tfnlp" / "models.html").read_text(encoding="utf-8")
+
+
+# Each subpackage imports only from its own layer or the layers above it.
+PACKAGE_LAYERS = [
+    {"_checks", "_devices", "_cpu_defaults"},
+    {"layers", "metrics", "generation"},
+    {"data"},  # tokenizers and pipelines: how text becomes batches
+    {"datasets"},  # the bundled corpora: what to train on (may use data's tensor helpers)
+    {"training"},
+    {"models"},
+    {"export"},
+    {"_commands", "cli"},
+]
+
+
+def _tfnlp_imports(path):
+    """The tfnlp subpackages a module imports (docstring examples are not code)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "tfnlp":
+            if node.module == "tfnlp":
+                yield from (alias.name for alias in node.names)
+            else:
+                yield node.module.split(".")[1]
+        elif isinstance(node, ast.Import):
+            yield from (a.name.split(".")[1] for a in node.names if a.name.startswith("tfnlp."))
+
+
+def test_subpackages_import_only_from_the_layers_below_them():
+    rank = {name: i for i, names in enumerate(PACKAGE_LAYERS) for name in names}
+    root = pathlib.Path(tfnlp.__file__).parent
+    wrong = []
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts == ("__init__",):
+            continue  # the package itself imports everything
+        own = parts[0]
+        assert own in rank, f"{own}: add it to PACKAGE_LAYERS"
+        wrong += [f"{path.relative_to(root)} imports tfnlp.{name}" for name in _tfnlp_imports(path)
+                  if rank.get(name, -1) > rank[own]]
+    assert not wrong, wrong
