@@ -107,3 +107,16 @@ def test_preprocessor_pairs_serialization_and_functional_model(corpus_vocabulary
         np.testing.assert_array_equal(value, packed[key])
     with pytest.raises(ValueError, match="shape \\(B,\\)"):
         preprocessor(tf.constant([["a"]]))
+
+
+def test_the_preprocessor_reads_a_python_list_of_texts_as_one_batch():
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "food"]
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), 6)
+    texts = ["good food", "food", "good"]  # three texts, not three segments
+    from_list = preprocessor(texts)
+    from_tensor = preprocessor(tf.constant(texts))
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(from_list[name], from_tensor[name])
+    # A pair is a tuple of two batches: two lists, or two tensors.
+    pair = preprocessor((["good food"], ["food"]))
+    assert pair["token_ids"].numpy().tolist() == [[2, 5, 6, 3, 6, 3]]

@@ -24,7 +24,8 @@ class BertPreprocessor(PreprocessingLayer):
         **kwargs: base layer arguments.
 
     Call arguments:
-        inputs: `tf.string` `(B,)`, or a tuple `(texts_a, texts_b)` of two.
+        inputs: `tf.string` `(B,)` or a Python list of texts (one batch), or
+            a tuple `(texts_a, texts_b)` of two.
 
     Returns:
         Dict of int32 `(B, sequence_length)` tensors `token_ids`,
@@ -53,10 +54,17 @@ class BertPreprocessor(PreprocessingLayer):
             pad_id=tokenizer.pad_id,
         )
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs):
+        if isinstance(inputs, list) and inputs and all(isinstance(t, (str, bytes)) for t in inputs):
+            inputs = tf.constant(inputs)  # a Python list of texts is one batch, not segments
         texts = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
         if not 1 <= len(texts) <= 2:
-            raise ValueError(f"`inputs` must be one text tensor or a pair, got {len(texts)}.")
+            raise ValueError(
+                f"`inputs` must be one text tensor or a pair, got {len(texts)} items: pass a "
+                "batch of texts as one tensor or a list of strings, a pair as a tuple "
+                "`(texts_a, texts_b)`."
+            )
         texts = [tf.convert_to_tensor(t) for t in texts]
         # (B,) strings, the same B for both texts; the tokenizer checks the dtype.
         _checks.tensors(*((f"inputs[{i}]", t, "B", None) for i, t in enumerate(texts)))

@@ -161,6 +161,7 @@ class SegmentPacker(PreprocessingLayer):
         }
         return packed, used
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs):
         return self._pack(self._segments(inputs))[0]
 

@@ -143,6 +143,7 @@ class WordPieceTokenizer(PreprocessingLayer):
             )
         return self.vocabulary[token_id]
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs):
         if isinstance(inputs, tf.RaggedTensor):  # e.g. texts split into pieces
             return inputs.with_flat_values(self.call(inputs.flat_values))

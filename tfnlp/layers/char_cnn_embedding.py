@@ -138,6 +138,7 @@ class CharCNNEmbedding(keras.layers.Layer):
         self.projection.build((None, self.num_features))
         self.built = True
 
+    @_checks.errors_without_input_dump()
     def call(self, character_ids):
         _checks.tensors(("character_ids", character_ids, "BTC", "int"))
         character_ids = _checks.ids_in_range(

@@ -57,6 +57,7 @@ class Dropout(keras.layers.Dropout):
     [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs

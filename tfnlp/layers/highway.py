@@ -58,6 +58,7 @@ class Highway(keras.layers.Layer):
         )
         self.built = True
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs):
         width = self.kernel.shape[0]
         _checks.tensors(("inputs", inputs, "...W", "float"), W=width)

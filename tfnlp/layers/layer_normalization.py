@@ -52,6 +52,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
         epsilon = _checks.positive_float("epsilon", epsilon)
         super().__init__(axis=axis, epsilon=epsilon, **kwargs)
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs):
         _checks.tensors(("inputs", inputs, None, "number"))
         axis = self.axis if isinstance(self.axis, int) else (

@@ -103,6 +103,7 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, masked_positions=None):
         _checks.tensors(
             ("inputs", inputs, "BTH", "float"),

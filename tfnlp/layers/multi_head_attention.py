@@ -228,6 +228,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 f"value_dim={self._value_dim}, key_dim={self.key_dim}."
             )
 
+    @_checks.errors_without_input_dump()
     def call(
         self,
         query,

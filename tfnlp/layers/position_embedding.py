@@ -65,6 +65,7 @@ class PositionEmbedding(keras.layers.Layer):
         )
         super().build(inputs_shape)
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, start_index=0):
         _checks.tensors(("inputs", inputs, "...TD", None), D=self.position_embeddings.shape[1])
         shape = tf.shape(inputs)

@@ -146,6 +146,7 @@ class ProjectedLSTM(keras.layers.Layer):
                 output = tf.clip_by_value(output, -self.projection_clip, self.projection_clip)
         return cell, output
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, padding_mask=None):
         _checks.tensors(
             ("inputs", inputs, "BTD", "number"),

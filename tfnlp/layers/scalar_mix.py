@@ -93,6 +93,7 @@ class ScalarMix(keras.layers.Layer):
         """`softmax(w)`, float32 `(L,)`."""
         return tf.nn.softmax(tf.convert_to_tensor(self.layer_weights))
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, padding_mask=None):
         rank = tf.TensorShape(inputs.shape).rank
         middle = "TUVWXYZ"[: max((rank or 3) - 3, 0)]  # the "..." axes of (B, L, ..., D)

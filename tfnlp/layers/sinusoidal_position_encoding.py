@@ -46,6 +46,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
         self.supports_masking = True  # the mask of the inputs passes through
         self.built = True
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, start_index=0):
         _checks.tensors(("inputs", inputs, "...TD", None))
         _checks.static_index("start_index", start_index)  # a known index must be >= 0

@@ -76,6 +76,7 @@ class TokenLogits(keras.layers.Layer):
             )
         self.built = True
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs):
         hidden_dim = (
             self.kernel.shape[0] if self.token_embedding is None else self.token_embedding.output_dim

@@ -103,6 +103,7 @@ class TransformerBlock(TransformerBlockBase):
         self._build_feedforward(hidden_dim, inputs_shape)
         self.built = True
 
+    @_checks.errors_without_input_dump()
     def call(
         self,
         inputs,

@@ -113,6 +113,7 @@ class TransformerDecoderBlock(TransformerBlockBase):
                 "`encoder_sequence` first."
             )
 
+    @_checks.errors_without_input_dump()
     def call(
         self,
         decoder_sequence,

@@ -142,6 +142,7 @@ class WordSoftmax(keras.layers.Layer):
         loss = tf.reduce_logsumexp(logits, axis=1) - true_logits
         return tf.reshape(loss, tf.shape(target_ids))
 
+    @_checks.errors_without_input_dump()
     def call(self, inputs, target_ids, training=None):
         rank = tf.TensorShape(inputs.shape).rank
         lead = "BTUVWXYZ"[: max((rank or 1) - 1, 0)]  # the axes of `target_ids`
