@@ -13,6 +13,16 @@ takes raw text.
 
     python examples/finetune_classifier.py --pretrained runs/bert_pretrain \
         --export saved_models/reviews
+
+`--learning-curve 100 300 1000` repeats the comparison on fixed random
+subsets of the training reviews of those sizes and on all of them (each
+subset holds the smaller ones; `--train-examples` caps the largest), and plots test accuracy against the number
+of labelled examples (`--plot`, a PNG; the figures go to
+`learning_curve.json` beside it). A run trains for at least `--min-steps`
+optimizer steps: more epochs on fewer examples.
+
+    python examples/finetune_classifier.py --learning-curve 100 300 1000 --seeds 3 \
+        --min-steps 200 --export "" --plot docs/learning_curve.png
 """
 
 import argparse
@@ -60,9 +70,16 @@ def texts_and_labels(examples):
     return [t for t, _ in examples], [datasets.FINE_FOOD_LABELS[y] for _, y in examples]
 
 
+def epochs_for(examples, args):
+    """`--epochs`, or more to reach `--min-steps` optimizer steps on few examples."""
+    steps_per_epoch = math.ceil(examples / args.batch_size)
+    return max(args.epochs, math.ceil(args.min_steps / steps_per_epoch)), steps_per_epoch
+
+
 def train_classifier(backbone, preprocessor, args, splits, run_name):
     texts, labels = splits["train"]
-    steps = args.epochs * math.ceil(len(texts) / args.batch_size)
+    epochs, steps_per_epoch = epochs_for(len(texts), args)
+    steps = epochs * steps_per_epoch
     classifier = models.BertClassifier(
         backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS)
     )
@@ -73,46 +90,18 @@ def train_classifier(backbone, preprocessor, args, splits, run_name):
         keras.callbacks.TensorBoard(os.path.join(args.logs, run_name)),
         # The epoch with the best validation accuracy is kept (no early stop).
         keras.callbacks.EarlyStopping(
-            "val_accuracy", mode="max", patience=args.epochs, restore_best_weights=True
+            "val_accuracy", mode="max", patience=epochs, restore_best_weights=True
         ),
     ]
     classifier.fit(texts, labels, batch_size=args.batch_size, validation_data=splits["validation"],
-                   epochs=args.epochs, verbose=2, callbacks=callbacks)
+                   epochs=epochs, verbose=2 if epochs <= 10 else 0, callbacks=callbacks)
     return classifier, classifier.evaluate(*splits["test"], batch_size=args.batch_size,
                                            return_dict=True, verbose=0)["accuracy"]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pretrained", default="runs/bert_pretrain")
-    parser.add_argument("--sequence-length", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument(
-        "--learning-rate", type=float, default=3e-4,
-        help="peak of the linear warm-up/decay schedule (1e-4 under-trains bert_tiny here)",
-    )
-    parser.add_argument("--dropout", type=float, default=0.1, help="the backbone's, in fine-tuning")
-    parser.add_argument(
-        "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"]
-    )
-    parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
-    parser.add_argument("--logs", default="runs/finetune", help="TensorBoard logs")
-    parser.add_argument("--skip-scratch", action="store_true", help="skip the from-scratch run")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, default=1, help="runs of each classifier (mean, sd)")
-    parser.add_argument("--train-examples", type=int, default=None,
-                        help="fine-tune on this many training reviews (a fixed random subset)")
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be at least 1, got {args.seeds}")
-    if args.train_examples is not None and args.train_examples < 1:
-        parser.error(f"--train-examples must be at least 1, got {args.train_examples}")
-
-    vocabulary = data.load_vocabulary(os.path.join(args.pretrained, "vocab.txt"))
-    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), args.sequence_length)
+def compare(args, examples, preprocessor, log_prefix=""):
+    """Both classifiers over the seeds on `examples`; their test accuracies and TF-IDF's."""
     backbone_path = os.path.join(args.pretrained, "backbone.keras")
-    examples = {split: reviews(split, args.train_examples) for split in ("train", "validation", "test")}
     splits = {split: texts_and_labels(pairs) for split, pairs in examples.items()}
     seeds = range(args.seed, args.seed + args.seeds)
     result, classifier = {}, None
@@ -133,7 +122,7 @@ def main(argv=None):
             name = "from_scratch" if kind == "scratch" else kind
             if args.seeds > 1:
                 name = f"{kind}_seed{seed}"
-            model, accuracy = train_classifier(backbone, preprocessor, args, splits, name)
+            model, accuracy = train_classifier(backbone, preprocessor, args, splits, log_prefix + name)
             accuracies.append(accuracy)
             if classifier is None:
                 classifier = model  # the first pretrained run is exported
@@ -145,6 +134,102 @@ def main(argv=None):
     result["majority_baseline"] = float(max(test_labels.mean(), 1 - test_labels.mean()))
     result["tfidf_logistic_regression"] = tfidf_baseline(examples["train"], examples["test"])
     result["train_examples"] = len(examples["train"])
+    result["epochs"] = epochs_for(len(examples["train"]), args)[0]
+    return result, classifier
+
+
+def plot_learning_curve(points, path):
+    """Test accuracy against labelled examples, one line per model (mean ± sd as error bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    counts = [p["train_examples"] for p in points]
+    figure, axes = plt.subplots(figsize=(6, 4), dpi=120)
+    for key, label in (("pretrained", "BERT fine-tuned from pretraining"),
+                       ("scratch", "same BERT from random weights")):
+        if f"{key}_test_accuracy" not in points[0]:
+            continue
+        means = [100 * p[f"{key}_test_accuracy"] for p in points]
+        sds = [100 * p.get(f"{key}_test_accuracy_sd", 0.0) for p in points]
+        axes.errorbar(counts, means, yerr=sds, marker="o", capsize=3, label=label)
+    if points[0]["tfidf_logistic_regression"] is not None:
+        axes.plot(counts, [100 * p["tfidf_logistic_regression"] for p in points], marker="s",
+                  linestyle="--", label="TF-IDF + logistic regression")
+    axes.axhline(100 * points[0]["majority_baseline"], color="grey", linestyle=":",
+                 label="majority class")
+    axes.set_xscale("log")
+    axes.set_xticks(counts, [str(c) for c in counts])
+    axes.set_xlabel("labelled training reviews")
+    axes.set_ylabel("test accuracy (%)")
+    axes.set_title("Fine-food reviews, 1,000 test reviews")
+    axes.legend(fontsize=8)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pretrained", default="runs/bert_pretrain")
+    parser.add_argument("--sequence-length", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--min-steps", type=int, default=0,
+                        help="train each run for at least this many steps (more epochs)")
+    parser.add_argument(
+        "--learning-rate", type=float, default=3e-4,
+        help="peak of the linear warm-up/decay schedule (1e-4 under-trains bert_tiny here)",
+    )
+    parser.add_argument("--dropout", type=float, default=0.1, help="the backbone's, in fine-tuning")
+    parser.add_argument(
+        "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"]
+    )
+    parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
+    parser.add_argument("--logs", default="runs/finetune", help="TensorBoard logs")
+    parser.add_argument("--skip-scratch", action="store_true", help="skip the from-scratch run")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=1, help="runs of each classifier (mean, sd)")
+    parser.add_argument("--train-examples", type=int, default=None,
+                        help="fine-tune on this many training reviews (a fixed random subset)")
+    parser.add_argument("--learning-curve", type=int, nargs="+", metavar="N",
+                        help="also fine-tune on subsets of these sizes; plot accuracy against size")
+    parser.add_argument("--plot", default="learning_curve.png", help="the learning curve's PNG")
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be at least 1, got {args.seeds}")
+    if args.train_examples is not None and args.train_examples < 1:
+        parser.error(f"--train-examples must be at least 1, got {args.train_examples}")
+    if args.min_steps < 0:
+        parser.error(f"--min-steps must be at least 0, got {args.min_steps}")
+    if args.learning_curve and min(args.learning_curve) < 2:
+        parser.error(f"--learning-curve sizes must be at least 2, got {args.learning_curve}")
+
+    vocabulary = data.load_vocabulary(os.path.join(args.pretrained, "vocab.txt"))
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), args.sequence_length)
+    held_out = {split: reviews(split) for split in ("validation", "test")}
+    result, classifier = compare(
+        args, {"train": reviews("train", args.train_examples), **held_out}, preprocessor
+    )
+    if args.learning_curve:
+        points = []
+        for count in sorted(set(args.learning_curve)):
+            if count >= result["train_examples"]:
+                continue  # the whole training set (of --train-examples) is the last point
+            point, _ = compare(args, {"train": reviews("train", count), **held_out}, preprocessor,
+                               log_prefix=f"curve_{count}/")
+            points.append(point)
+            print(json.dumps(point), flush=True)
+        points.append(dict(result))
+        os.makedirs(os.path.dirname(os.path.abspath(args.plot)), exist_ok=True)
+        plot_learning_curve(points, args.plot)
+        figures = os.path.join(os.path.dirname(os.path.abspath(args.plot)), "learning_curve.json")
+        with open(figures, "w") as f:
+            json.dump({"pretrained": args.pretrained, "seeds": args.seeds,
+                       "min_steps": args.min_steps, "points": points}, f, indent=2)
+        result["learning_curve"] = points
     if args.export:
         # The classifier takes its own preprocessor and label names along.
         result["saved_model"] = export.export_classifier(classifier, args.export)
