@@ -44,6 +44,8 @@ import numpy as np  # noqa: E402
 
 def tfidf_baseline(train, test):
     """Test accuracy of TF-IDF + logistic regression, or None without scikit-learn."""
+    if len({y for _, y in train}) < 2:
+        return None  # one class only: nothing to fit
     try:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -204,8 +206,12 @@ def main(argv=None):
         parser.error(f"--train-examples must be at least 1, got {args.train_examples}")
     if args.min_steps < 0:
         parser.error(f"--min-steps must be at least 0, got {args.min_steps}")
-    if args.learning_curve and min(args.learning_curve) < 2:
-        parser.error(f"--learning-curve sizes must be at least 2, got {args.learning_curve}")
+    if args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if args.learning_curve and min(args.learning_curve) < 10:
+        parser.error(f"--learning-curve sizes must be at least 10, got {args.learning_curve}")
+    if args.plot != parser.get_default("plot") and not args.learning_curve:
+        parser.error("--plot draws the learning curve: give --learning-curve too")
 
     vocabulary = data.load_vocabulary(os.path.join(args.pretrained, "vocab.txt"))
     preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocabulary), args.sequence_length)
@@ -217,7 +223,9 @@ def main(argv=None):
         points = []
         for count in sorted(set(args.learning_curve)):
             if count >= result["train_examples"]:
-                continue  # the whole training set (of --train-examples) is the last point
+                print(f"--learning-curve {count}: the whole training set "
+                      f"({result['train_examples']} reviews) is the last point already")
+                continue
             point, _ = compare(args, {"train": reviews("train", count), **held_out}, preprocessor,
                                log_prefix=f"curve_{count}/")
             points.append(point)

@@ -745,3 +745,15 @@ def test_a_vocabulary_that_does_not_belong_to_the_checkpoint(tmp_path):
     (tmp_path / "bert_config.json").write_text(json.dumps({**config, "vocab_size": 31}))
     with pytest.raises(ValueError, match=r"word_embeddings: shape \(30, 8\) does not fit"):
         models.load_google_checkpoint(str(tmp_path))
+
+
+def test_only_tfnlps_own_errors_are_spared_keras_argument_dump():
+    from tfnlp import _checks
+
+    def foreign():
+        raise ValueError("raised outside tfnlp")  # this file is not tfnlp's code
+
+    for action, ours in ((lambda: _checks.positive_int("units", -1), True), (foreign, False)):
+        with pytest.raises(ValueError) as info, _checks.errors_without_input_dump():
+            action()
+        assert getattr(info.value, "_keras_call_info_injected", False) is ours

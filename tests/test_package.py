@@ -130,7 +130,7 @@ def test_the_api_reference_builds_without_warnings(tmp_path):
     assert "BertBackbone" in (tmp_path / "tfnlp" / "models.html").read_text(encoding="utf-8")
 
 
-# Each subpackage imports only from its own layer or the layers above it.
+# Each subpackage imports only from its own layer or the layers listed before it.
 PACKAGE_LAYERS = [
     {"_checks", "_devices", "_cpu_defaults"},
     {"layers", "metrics", "generation"},
@@ -165,6 +165,8 @@ def test_subpackages_import_only_from_the_layers_below_them():
             continue  # the package itself imports everything
         own = parts[0]
         assert own in rank, f"{own}: add it to PACKAGE_LAYERS"
-        wrong += [f"{path.relative_to(root)} imports tfnlp.{name}" for name in _tfnlp_imports(path)
-                  if rank.get(name, -1) > rank[own]]
+        for name in _tfnlp_imports(path):
+            assert name in rank, f"{path.relative_to(root)} imports tfnlp.{name}: add it to PACKAGE_LAYERS"
+            if rank[name] > rank[own]:
+                wrong.append(f"{path.relative_to(root)} imports tfnlp.{name}")
     assert not wrong, wrong

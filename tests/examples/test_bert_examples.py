@@ -141,24 +141,26 @@ def test_learning_curve_compares_both_classifiers_and_tfidf_at_each_size(pretrai
     plot = tmp_path / "figures" / "curve.png"
     result = finetune_classifier.main([
         "--pretrained", str(output), "--sequence-length", "32", "--epochs", "1", "--min-steps", "3",
-        "--train-examples", "48", "--learning-curve", "8", "48", "400", "--export", "",
+        "--train-examples", "48", "--learning-curve", "10", "48", "400", "--export", "",
         "--logs", str(tmp_path / "logs"), "--plot", str(plot),
     ])
     points = result["learning_curve"]
     # Sizes at or above the training set are its own last point, not run twice.
-    assert [p["train_examples"] for p in points] == [8, 48]
-    assert points[-1]["pretrained_test_accuracy"] == result["pretrained_test_accuracy"]
+    assert [p["train_examples"] for p in points] == [10, 48]
+    assert not (tmp_path / "logs" / "curve_48").exists()
+    assert not (tmp_path / "logs" / "curve_400").exists()
     for point in points:
         assert {"pretrained_test_accuracy", "scratch_test_accuracy", "tfidf_logistic_regression",
                 "majority_baseline"} <= set(point)
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = json.loads((plot.parent / "learning_curve.json").read_text())
     assert saved["points"] == points and saved["min_steps"] == 3
-    # Batches of 32: one step an epoch for 8 examples, two for 48.
+    # Batches of 32: one step an epoch for 10 examples, two for 48.
     assert [p["epochs"] for p in points] == [3, 2]
-    assert sorted(p.name for p in (tmp_path / "logs" / "curve_8").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "logs" / "curve_10").iterdir()) == [
         "from_scratch", "pretrained"
     ]
-    for bad in (["--learning-curve", "1"], ["--min-steps", "-1"]):
+    for bad in (["--learning-curve", "9"], ["--min-steps", "-1"], ["--epochs", "0"],
+                ["--plot", "elsewhere.png"]):
         with pytest.raises(SystemExit):
             finetune_classifier.main(bad)

@@ -53,6 +53,10 @@ def test_the_old_name_in_training_still_works_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match="tfnlp.metrics.Perplexity"):
         assert training.Perplexity is metrics.Perplexity
     assert "Perplexity" not in training.__all__
+    from tfnlp.training import metrics as old_module
+
+    with pytest.warns(DeprecationWarning, match="tfnlp.metrics.Perplexity"):
+        assert old_module.Perplexity is metrics.Perplexity
     with pytest.raises(AttributeError, match="no attribute 'Nonexistent'"):
         training.Nonexistent  # noqa: B018
     # Files saved before the move name the class the same way, and load.

@@ -6,6 +6,7 @@ an error naming the input, and in graphs as `tf.debugging` assertions.
 
 import contextlib
 import numbers
+import os
 
 import keras
 import tensorflow as tf
@@ -190,19 +191,35 @@ def has_positions(inputs, reasons):
     return inputs
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _raised_by_tfnlp(error):
+    """Whether the innermost frame of `error`'s traceback is in tfnlp's own code."""
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    return traceback is not None and os.path.abspath(
+        traceback.tb_frame.f_code.co_filename
+    ).startswith(_PACKAGE_DIR + os.sep)
+
+
 @contextlib.contextmanager
 def errors_without_input_dump():
-    """Lets the `TypeError`s and `ValueError`s raised inside reach the user as they are.
+    """Lets tfnlp's own `TypeError`s and `ValueError`s raised inside reach the user as they are.
 
     Ours name the input, its shape and the limit. Keras (3.x,
     `traceback_utils.inject_argument_info_in_traceback`) would append every
-    argument's whole value to an error raised in a model's `call`; it
-    leaves errors so marked as they are.
+    argument's whole value to an error raised in a layer's or model's
+    `call`; it leaves errors so marked as they are. Errors raised inside
+    TensorFlow or Keras keep Keras' note (which layer, which arguments).
+    Works as a decorator too (`@errors_without_input_dump()` on `call`).
     """
     try:
         yield
     except (TypeError, ValueError) as error:
-        error._keras_call_info_injected = True
+        if _raised_by_tfnlp(error):
+            error._keras_call_info_injected = True
         raise
 
 
