@@ -3,14 +3,25 @@
 import warnings
 
 
-def __getattr__(name):
-    if name == "Perplexity":
-        warnings.warn(
-            "`tfnlp.training.metrics.Perplexity` moved to `tfnlp.metrics.Perplexity`; the old "
-            "module goes in the next release.",
-            DeprecationWarning, stacklevel=2,
-        )
-        from tfnlp.metrics import Perplexity
+def moved_perplexity(module_name):
+    """A module `__getattr__` that gives `Perplexity`, moved to `tfnlp.metrics`, with a warning.
 
-        return Perplexity
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    `tfnlp.training` and this module use it for one release (moved in 2026-11).
+    """
+
+    def __getattr__(name):
+        if name == "Perplexity":
+            warnings.warn(
+                f"`{module_name}.Perplexity` moved to `tfnlp.metrics.Perplexity`; the old name "
+                "goes in the next release.",
+                DeprecationWarning, stacklevel=2,
+            )
+            from tfnlp.metrics import Perplexity
+
+            return Perplexity
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = moved_perplexity(__name__)
