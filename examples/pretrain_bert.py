@@ -59,6 +59,11 @@ def parse_args(argv):
         "alone on full-sentence segments (RoBERTa)",
     )
     parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument(
+        "--token-embeddings", default="random", choices=["random", "ppmi"],
+        help="ppmi: start the token embedding from PPMI-SVD vectors of the pretraining text's "
+        "co-occurrence counts (tfnlp.data.learn_token_embeddings, seconds)",
+    )
     parser.add_argument("--domain-texts", help="a TSV, CSV or JSONL file of your own texts")
     parser.add_argument("--domain-text-column", default="text")
     parser.add_argument(
@@ -76,13 +81,17 @@ def parse_args(argv):
         help="prepare this many training batches once and cycle through them (0: stream)",
     )
     parser.add_argument(
-        "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"],
+        "--dtype-policy", default="float32",
+        choices=["float32", "mixed_bfloat16", "mixed_float16", "auto"],
         help="mixed_bfloat16 trains BERT-small 1.4-1.5x faster on CPUs with AVX-512 BF16 "
-        "(benchmarks/README.md)",
+        "(benchmarks/README.md); auto: mixed_bfloat16 where the CPU has bfloat16 instructions "
+        "or a GPU is visible, else float32",
     )
     parser.add_argument("--output", default="runs/bert_pretrain")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.dtype_policy == "auto":
+        args.dtype_policy = "mixed_bfloat16" if native_bfloat16() else "float32"
     if args.domain_repeats < 1:
         parser.error(f"--domain-repeats must be at least 1, got {args.domain_repeats}")
     if (args.domain_texts or args.review_texts) and args.next_sentence:
@@ -94,6 +103,23 @@ def parse_args(argv):
             stacklevel=2,
         )
     return args
+
+
+def native_bfloat16(cpuinfo="/proc/cpuinfo"):
+    """Whether bfloat16 runs natively here: a visible GPU, or a CPU with AVX-512 BF16 or AMX.
+
+    Elsewhere (AVX2-only CPUs) TensorFlow emulates bfloat16 matmuls, slower
+    than float32. Reads the CPU flags from `cpuinfo` (Linux); False when it
+    cannot be read.
+    """
+    if tf.config.list_physical_devices("GPU"):
+        return True
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags))
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -161,6 +187,15 @@ def main(argv=None):
         args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
         dtype=args.dtype_policy, dropout=args.dropout,
     )
+    if args.token_embeddings == "ppmi":
+        started = time.perf_counter()
+        sentences = [s for document in vocabulary_documents.as_numpy_iterator() for s in document]
+        embeddings = data.learn_token_embeddings(
+            tokenizer(tf.constant(sentences)), len(vocabulary), backbone.hidden_dim, seed=args.seed
+        )
+        backbone.token_embedding.embeddings.assign(embeddings)
+        print(f"PPMI-SVD token embeddings from {len(sentences)} sentences "
+              f"in {time.perf_counter() - started:.1f} s")
     pretrainer = models.BertPretrainer(backbone, next_sentence=args.next_sentence)
     schedule = training.LinearWarmupLinearDecay(
         args.learning_rate, int(args.warmup_fraction * args.steps), args.steps
@@ -207,6 +242,7 @@ def main(argv=None):
         "dropout": args.dropout,
         "masking_rate": args.masking_rate,
         "whole_word_masking": args.whole_word_masking,
+        "token_embeddings": args.token_embeddings,
         "domain_texts": args.domain_texts,
         "review_texts": args.review_texts,
         "domain_repeats": args.domain_repeats,

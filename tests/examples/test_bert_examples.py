@@ -6,11 +6,12 @@ import warnings
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from examples import finetune_classifier, pretrain_bert
 from tests.export.fresh_process import serve
 from tests.export.serving.harness import CppServer
-from tfnlp import datasets
+from tfnlp import data, datasets
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +85,27 @@ def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path):
     ]
     result = pretrain_bert.main(common + [
         "--domain-repeats", "2", "--dropout", "0", "--whole-word-masking", "--masking-rate", "0.2",
-        "--output", str(tmp_path / "out"),
+        "--token-embeddings", "ppmi", "--output", str(tmp_path / "out"),
     ])
-    assert "zorblax" in (tmp_path / "out" / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    vocabulary = (tmp_path / "out" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert "zorblax" in vocabulary
     assert "nsp_accuracy" not in result and 0 <= result["mlm_accuracy"] <= 1
     assert result["steps"] == 40 and result["masking_rate"] == 0.2 and result["whole_word_masking"]
+    assert result["token_embeddings"] == "ppmi"
     saved = keras.saving.load_model(tmp_path / "out" / "backbone.keras", safe_mode=True)
     assert saved.get_config()["dropout"] == 0.0
+    # The token embedding started from the PPMI vectors of the same sentences
+    # (the novels' and the texts'), 40 small steps ago.
+    texts = data.read_texts(str(tmp_path / "mine.tsv"), "text")
+    texts += [text for text, _ in datasets.read_fine_food_reviews("train")]
+    documents = datasets.load_documents("en_novels", "train").take(10).concatenate(
+        pretrain_bert.domain_documents(texts, "test"))
+    sentences = [s for document in documents.as_numpy_iterator() for s in document]
+    tokenizer = data.WordPieceTokenizer(vocabulary)
+    ppmi = data.learn_token_embeddings(tokenizer(tf.constant(sentences)), len(vocabulary), 128)
+    trained = saved.token_embedding.embeddings.numpy()
+    correlation = np.corrcoef(trained.ravel(), ppmi.ravel())[0, 1]
+    assert correlation > 0.5, correlation
     with pytest.raises(ValueError, match="no column 'review'"):
         pretrain_bert.main(common + ["--domain-text-column", "review", "--output",
                                      str(tmp_path / "other")])
@@ -164,3 +179,17 @@ def test_learning_curve_compares_both_classifiers_and_tfidf_at_each_size(pretrai
                 ["--plot", "elsewhere.png"]):
         with pytest.raises(SystemExit):
             finetune_classifier.main(bad)
+
+
+def test_dtype_policy_auto_takes_bfloat16_only_where_it_runs_natively(tmp_path, monkeypatch):
+    monkeypatch.setattr(pretrain_bert.tf.config, "list_physical_devices", lambda kind: [])
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n")
+    assert pretrain_bert.native_bfloat16(str(cpuinfo))
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 fma\n")
+    assert not pretrain_bert.native_bfloat16(str(cpuinfo))
+    assert not pretrain_bert.native_bfloat16(str(tmp_path / "missing"))
+    monkeypatch.setattr(pretrain_bert, "native_bfloat16", lambda: False)
+    assert pretrain_bert.parse_args(["--dtype-policy", "auto"]).dtype_policy == "float32"
+    monkeypatch.setattr(pretrain_bert, "native_bfloat16", lambda: True)
+    assert pretrain_bert.parse_args(["--dtype-policy", "auto"]).dtype_policy == "mixed_bfloat16"

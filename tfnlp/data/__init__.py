@@ -18,6 +18,7 @@ from tfnlp.data.elmo import (
     sentence_tokens,
     split_words,
 )
+from tfnlp.data.embeddings import cooccurrence_counts, learn_token_embeddings
 from tfnlp.data.labelled import LabelledData, read_labelled, read_texts, suggest_sequence_length
 from tfnlp.data.pipelines import (
     classification_dataset,
@@ -53,8 +54,10 @@ __all__ = [
     "build_word_vocabulary",
     "character_ids",
     "classification_dataset",
+    "cooccurrence_counts",
     "elmo_dataset",
     "encoder_decoder_dataset",
+    "learn_token_embeddings",
     "left_to_right_lm_dataset",
     "next_sentence_pairs",
     "objective_counts",
