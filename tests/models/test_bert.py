@@ -1,5 +1,6 @@
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -63,14 +64,18 @@ def test_compact_presets_match_hugging_face_models_of_the_released_configs(monke
         assert (backbone.num_layers, backbone.hidden_dim, backbone.num_heads) == (layers_, hidden, heads)
 
 
-@pytest.mark.parametrize("model_name", ["backbone", "pretrainer", "pretrainer_mlm_only", "classifier"])
+@pytest.mark.parametrize(
+    "model_name", ["backbone", "pretrainer", "pretrainer_mlm_only", "classifier", "classifier_mean"]
+)
 def test_config_round_trip_and_safe_mode_reload(tmp_path, backbone, model_name):
     x = _inputs()
     if model_name.startswith("pretrainer"):
         model = models.BertPretrainer(backbone, next_sentence=model_name == "pretrainer")
         x["masked_positions"] = np.array([[1, 2], [3, 4], [0, 1]], "int32")
-    elif model_name == "classifier":
-        model = models.BertClassifier(backbone, num_classes=3)
+    elif model_name.startswith("classifier"):
+        pooling = "mean" if model_name == "classifier_mean" else "cls"
+        model = models.BertClassifier(backbone, num_classes=3, pooling=pooling)
+        assert model.get_config()["pooling"] == pooling
     else:
         model = backbone
     config = json.loads(json.dumps(keras.saving.serialize_keras_object(model)))
@@ -229,8 +234,60 @@ def test_bad_task_arguments(backbone):
         models.BertPretrainer(keras.Sequential())
     with pytest.raises(ValueError, match="num_classes"):
         models.BertClassifier(backbone, num_classes=0)
+    with pytest.raises(ValueError, match=r"`pooling` must be one of \('cls', 'mean'\), got 'max'"):
+        models.BertClassifier(backbone, num_classes=2, pooling="max")
     with pytest.raises(ValueError, match="rows"):
         layers.MaskedLMHead(10, token_embedding=keras.layers.Embedding(11, 4))
+
+
+def test_mean_pooling_is_the_mean_over_real_tokens_then_the_dense_layer(backbone):
+    classifier = models.BertClassifier(backbone, num_classes=3, pooling="mean", dropout=0.5)
+    x = _inputs()
+    sequence = backbone(x)["sequence_output"].numpy()
+    mask = x["padding_mask"][:, :, None]
+    mean = (sequence * mask).sum(1) / mask.sum(1)  # written out: no tfnlp code
+    kernel, bias = (w.numpy() for w in classifier.output_dense.weights)
+    assert_allclose(classifier(x), mean @ kernel + bias, atol=1e-5)
+    # Padding added at the end changes nothing, and the pooler is not read.
+    longer = {k: np.pad(v, [[0, 0], [0, 6]]) for k, v in x.items()}
+    assert_allclose(classifier(longer), classifier(x), atol=1e-5)
+    before = classifier(x)
+    for weight in backbone.pooler.weights:
+        weight.assign(weight + 1.0)
+    assert_allclose(classifier(x), before, atol=0.0)
+
+
+def test_mean_pooling_of_an_empty_row_is_zero_not_nan():
+    from tfnlp.models.bert_classifier import masked_mean
+
+    pooled = masked_mean(tf.ones((2, 3, 4), "bfloat16"), tf.constant([[1, 1, 0], [0, 0, 0]]))
+    assert pooled.dtype == tf.float32
+    np.testing.assert_array_equal(pooled.numpy(), [[1.0] * 4, [0.0] * 4])
+
+
+def test_mean_pooling_fine_tunes_on_texts_and_exports(tmp_path):
+    from tfnlp import export
+
+    vocab = list(data.SPECIAL_TOKENS) + ["good", "bad", "food", "coffee"]
+    preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    backbone = models.BertBackbone(len(vocab), num_layers=1, num_heads=2, hidden_dim=16,
+                                   max_sequence_length=8)
+    classifier = models.BertClassifier(backbone, preprocessor=preprocessor, labels=["neg", "pos"],
+                                       pooling="mean")
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-2))
+    texts, labels = ["good food", "bad food", "good coffee", "bad coffee"] * 8, ["pos", "neg"] * 16
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        classifier.fit(texts, labels, epochs=15, batch_size=8, verbose=0)
+    # The pooler, which no output reads, is not handed to the optimizer.
+    assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+    assert not {id(w) for w in backbone.pooler.weights} & {id(w) for w in classifier.trainable_weights}
+    assert classifier.predict_labels(["good food", "bad coffee"]) == ["pos", "neg"]
+    export.export_classifier(classifier, str(tmp_path / "served"))
+    served = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["serving_default"]
+    got = served(text=tf.constant(["good food", "bad coffee", ""]))["probabilities"].numpy()
+    want = keras.ops.softmax(classifier.predict(["good food", "bad coffee", ""], verbose=0)).numpy()
+    np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_sequence_longer_than_position_table_is_a_clear_error(backbone):

@@ -74,10 +74,25 @@ class CallsBackboneLayers:
     def _head_layers(self):
         raise NotImplementedError
 
+    def _unread_backbone_layers(self):
+        """Backbone layers no output of this model reads (BERT's pooler under mean pooling, say)."""
+        return []
+
     @property
     def layers(self):
         inputs = [op for op in self._operations if isinstance(op, keras.layers.InputLayer)]
         return inputs + [self.backbone, *self._head_layers()]
+
+    @property
+    def trainable_weights(self):
+        # Weights no loss reaches are left out: the optimizer would warn, on
+        # every fit, that they have no gradient (and keep slots for them).
+        unread = {id(w) for layer in self._unread_backbone_layers() for w in layer.weights}
+        return [w for w in super().trainable_weights if id(w) not in unread]
+
+    @property
+    def trainable_variables(self):
+        return self.trainable_weights
 
 
 class FromConfig:
@@ -156,22 +171,6 @@ def _arrived(data):
     """One op that runs only once every tensor of `data` exists."""
     tensors = [t for t in tf.nest.flatten(data, expand_composites=True) if t is not None]
     return tf.group(*tensors, name="batch_arrived")
-
-
-class DatasetsShuffleThemselves:
-    """Mixin: `fit` on a `tf.data.Dataset` passes `shuffle=False` to Keras.
-
-    A dataset is shuffled (or not) by its pipeline; Keras ignores `shuffle`
-    then, but warns about its default `True` on every call (Keras 3.15).
-    """
-
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
-            validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
-        if isinstance(x, tf.data.Dataset):
-            shuffle = False
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
-                           callbacks=callbacks, validation_split=validation_split,
-                           validation_data=validation_data, shuffle=shuffle, **kwargs)
 
 
 class FromPresetAlias:

@@ -10,10 +10,23 @@ from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.models.text_classifier import TextClassifier, checked_preprocessor, classifier_size
 from tfnlp.training.optimizers import bert_adamw
 
+POOLINGS = ("cls", "mean")
+
+
+def masked_mean(sequence, padding_mask):
+    """The mean of `sequence` `(B, T, H)` over the positions where `padding_mask` `(B, T)` is 1.
+
+    In float32 whatever the compute dtype; a row without any real token
+    gives zeros, not NaN.
+    """
+    weights = keras.ops.cast(padding_mask, "float32")[:, :, None]
+    total = keras.ops.sum(keras.ops.cast(sequence, "float32") * weights, axis=1)
+    return total / keras.ops.maximum(keras.ops.sum(weights, axis=1), 1.0)
+
 
 @keras.saving.register_keras_serializable(package="tfnlp")
 class BertClassifier(CallsBackboneLayers, TextClassifier):
-    """`Dense(num_classes)` on the pooled `[CLS]` output of a `BertBackbone`.
+    """`Dense(num_classes)` on the pooled `[CLS]` output (or the mean output) of a `BertBackbone`.
 
     Takes the backbone's inputs (single texts or text pairs, as packed by
     `tfnlp.data.BertPreprocessor`) and returns class logits `(B,
@@ -30,14 +43,23 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
     (`TextClassifier`); `tfnlp.export.export_classifier(classifier, path)`
     then needs nothing else, and a `.keras` file keeps both.
 
-    The backbone's last block computes `[CLS]` only, the one position the
-    pooler reads (`TransformerBlock`'s `output_positions`): the same
-    logits as the full pass, for less work.
+    With `pooling="cls"` (BERT's) the backbone's last block computes
+    `[CLS]` only, the one position the pooler reads (`TransformerBlock`'s
+    `output_positions`): the same logits as the full pass, for less work.
+    `pooling="mean"` averages the last block's output over the real
+    (unpadded) tokens, without the pooler: for a backbone pretrained by
+    masked LM alone, whose `[CLS]` output and pooler no objective trained.
+    (On the bundled reviews, a linear probe of such a `bert_tiny`'s mean
+    output beats one of its pooled `[CLS]` output at every number of
+    labels; docs/results.md.)
 
     Args:
         backbone: a `BertBackbone` (pretrained or not).
         num_classes: int; may be left out when `labels` is given.
         dropout: float in [0, 1), dropout on the pooled output.
+        pooling: `"cls"` (the pooler on `[CLS]`) or `"mean"` (the mean
+            of the last block's output over the tokens with
+            `padding_mask` 1).
         preprocessor: optional `tfnlp.data.BertPreprocessor` (its
             `sequence_length` at most the backbone's
             `max_sequence_length`), so that the model takes raw text.
@@ -69,13 +91,15 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
     """
 
     def __init__(self, backbone, num_classes=None, dropout=0.1, preprocessor=None, labels=None,
-                 **kwargs):
+                 pooling="cls", **kwargs):
         if isinstance(backbone, dict):
             backbone = keras.saving.deserialize_keras_object(backbone)
         if not isinstance(backbone, BertBackbone):
             raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
         num_classes, labels = classifier_size(num_classes, labels)
         dropout = _checks.rate("dropout", dropout)
+        if pooling not in POOLINGS:
+            raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
         preprocessor = checked_preprocessor(
             preprocessor, backbone.vocabulary_size, backbone.max_sequence_length
         )
@@ -87,19 +111,26 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
         }
-        # The last block runs at [CLS] only: all that the pooler reads.
-        cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
-        x = backbone.encode(inputs, output_positions=cls_position)  # (B, 1, H)
-        pooled = backbone.pooler(x[:, 0, :])
+        if pooling == "cls":
+            # The last block runs at [CLS] only: all that the pooler reads.
+            cls_position = keras.ops.zeros_like(inputs["token_ids"][:, :1])
+            x = backbone.encode(inputs, output_positions=cls_position)  # (B, 1, H)
+            pooled = backbone.pooler(x[:, 0, :])
+        else:
+            pooled = masked_mean(backbone.encode(inputs), inputs["padding_mask"])
         logits = self.output_dense(self.output_dropout(pooled))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
+        self.pooling = pooling
         self.preprocessor = preprocessor
         self.labels = labels
 
     def _head_layers(self):
         return [self.output_dropout, self.output_dense]
+
+    def _unread_backbone_layers(self):
+        return [self.backbone.pooler] if self.pooling == "mean" else []
 
     def _checked_inputs(self, inputs):
         return self.backbone._checked_inputs(inputs)
@@ -114,6 +145,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
+            "pooling": self.pooling,
             **self._text_config(),
         }
 

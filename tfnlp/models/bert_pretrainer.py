@@ -178,17 +178,8 @@ class BertPretrainer(CallsBackboneLayers, Task):
         self.sequence_length = sequence_length
         self.max_predictions_per_seq = max_predictions_per_seq
 
-    @property
-    def trainable_weights(self):
-        weights = super().trainable_weights
-        if self.next_sentence_head is not None:
-            return weights
-        pooler = {id(w) for w in self.backbone.pooler.weights}  # no NSP head reads it
-        return [w for w in weights if id(w) not in pooler]
-
-    @property
-    def trainable_variables(self):
-        return self.trainable_weights
+    def _unread_backbone_layers(self):
+        return [] if self.next_sentence_head is not None else [self.backbone.pooler]
 
     def _head_layers(self):
         return [self.masked_lm_head] + ([self.next_sentence_head] if self.next_sentence else [])
@@ -208,20 +199,16 @@ class BertPretrainer(CallsBackboneLayers, Task):
                 name: SmoothedSparseCategoricalCrossentropy(reduction="sum_over_batch_size")
                 for name in self._head_names()
             },
-            "metrics": None,
-        }
-
-    def compile(self, optimizer="auto", loss="auto", weighted_metrics="auto", **kwargs):
-        if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
-            weighted_metrics = {
-                name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+            # Each head's accuracy over its weighted (real) slots. Keras names
+            # a lone output's metrics without the output's name:
+            # `mlm_accuracy` in the logs, as with both heads.
+            "weighted_metrics": {
+                name: [keras.metrics.SparseCategoricalAccuracy(
+                    name="accuracy" if self.next_sentence else "mlm_accuracy"
+                )]
                 for name in self._head_names()
-            }
-            if not self.next_sentence:
-                # Keras names a lone output's metrics without the output's
-                # name: `mlm_accuracy` in the logs, as with both heads.
-                weighted_metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")]}
-        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics, **kwargs)
+            },
+        }
 
     # --- Texts ---
 

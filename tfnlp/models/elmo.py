@@ -12,18 +12,9 @@ from tfnlp.layers.projected_lstm import ProjectedLSTM
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
 from tfnlp.metrics.perplexity import Perplexity
-from tfnlp.models._mixins import (
-    BuildsOptimizerFirst,
-    ChecksInputs,
-    DatasetsShuffleThemselves,
-    FromConfig,
-    FromPresetAlias,
-    RestoresCompile,
-    StepsWaitForData,
-)
+from tfnlp.models._mixins import FromConfig, FromPresetAlias
 from tfnlp.models.task import DEFAULT_BATCH_SIZE, Task, is_texts, string_tensor, text_rank
 from tfnlp.training.distribute import global_sum
-from tfnlp.training.optimizers import with_loss_scaling
 
 ELMO_PRESETS = {
     # Trains on a CPU in minutes (benchmarks/README.md has its speed).
@@ -129,8 +120,7 @@ def sentence_character_ids(texts, max_tokens, max_characters, max_input_bytes=10
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, FromConfig,
-               DatasetsShuffleThemselves, FromPresetAlias, keras.Model):
+class ELMoBiLM(FromConfig, FromPresetAlias, Task):
     """ELMo's bidirectional language model over character-CNN token vectors.
 
     Each token's characters become a context-independent vector
@@ -384,15 +374,15 @@ class ELMoBiLM(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksIn
             loss += tf.add_n([tf.cast(l, tf.float32) for l in self.losses]) / replicas
         return loss
 
+    def _compile_defaults(self):
+        return {"optimizer": keras.optimizers.Adam(1e-3, global_clipnorm=10.0)}
+
     def compile(self, optimizer="auto", **kwargs):
-        if optimizer == "auto":
-            optimizer = keras.optimizers.Adam(1e-3, global_clipnorm=10.0)
-        for name in ("loss", "metrics"):
-            if kwargs.get(name) not in (None, "auto"):
+        for name in ("loss", "metrics", "weighted_metrics"):
+            if kwargs.get(name, "auto") not in (None, "auto"):
                 raise ValueError(f"ELMoBiLM computes its own loss and metrics; do not pass `{name}`.")
             kwargs.pop(name, None)
-        optimizer = with_loss_scaling(optimizer, self)  # mixed_float16
-        super().compile(optimizer=optimizer, **kwargs)
+        super().compile(optimizer, **kwargs)  # Task's: "auto", loss scaling under mixed_float16
 
     @classmethod
     def from_architecture(cls, architecture, word_vocabulary_size, **overrides):

@@ -19,9 +19,10 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
 
     What every tfnlp task model shares, in one place:
 
-    - **`compile()` with defaults**: `"auto"` for `optimizer`, `loss` or
-      `metrics` takes the task's own (`_compile_defaults()`); loss scaling is
-      added under a `mixed_float16` policy.
+    - **`compile()` with defaults**: `"auto"` for `optimizer`, `loss`,
+      `metrics` or `weighted_metrics` takes the task's own
+      (`_compile_defaults()`); loss scaling is added under a `mixed_float16`
+      policy.
     - **The Keras workarounds** (`tfnlp.models._mixins`, each documented
       there): inputs checked before Keras casts them, `compile()` restored
       from `.keras` files, the optimizer built before tracing, training steps
@@ -42,15 +43,22 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
     """
 
     def _compile_defaults(self):
-        """`{"optimizer": ..., "loss": ..., "metrics": ...}` used for `"auto"`."""
+        """What `"auto"` means for each `compile()` argument.
+
+        A dict with `"optimizer"` and `"loss"`, and `"metrics"` and/or
+        `"weighted_metrics"` (an argument the dict leaves out is `None`:
+        tasks whose targets carry padding weights report weighted metrics).
+        """
         raise NotImplementedError
 
-    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", weighted_metrics="auto",
+                **kwargs):
         defaults = self._compile_defaults()
-        arguments = {"optimizer": optimizer, "loss": loss, "metrics": metrics}
+        arguments = {"optimizer": optimizer, "loss": loss, "metrics": metrics,
+                     "weighted_metrics": weighted_metrics}
         for name, value in arguments.items():
             if isinstance(value, str) and value == "auto":
-                arguments[name] = defaults[name]
+                arguments[name] = defaults.get(name)
         arguments["optimizer"] = with_loss_scaling(arguments["optimizer"], self)  # mixed_float16
         super().compile(**arguments, **kwargs)
 

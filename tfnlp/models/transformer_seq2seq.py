@@ -760,17 +760,9 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
                 beta_1=0.9, beta_2=0.98, epsilon=1e-9,
             ),
             "loss": SmoothedSparseCategoricalCrossentropy(label_smoothing=0.1),
-            "metrics": None,
-        }
-
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        if isinstance(metrics, str) and metrics == "auto":
             # Weighted: padded target positions (weight 0) must not count.
-            kwargs.setdefault(
-                "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-            )
-            metrics = None
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+            "weighted_metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
 
     @classmethod
     def from_architecture(cls, architecture, source_vocabulary_size, target_vocabulary_size=None, **overrides):

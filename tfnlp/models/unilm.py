@@ -237,16 +237,9 @@ class UniLM(CallsBackboneLayers, Task):
             "optimizer": bert_adamw(1e-4),
             # The mean over the weighted (masked) positions of all replicas.
             "loss": SmoothedSparseCategoricalCrossentropy(label_smoothing=0.0),
-            "metrics": None,
+            # Weighted: padded target positions (weight 0) must not count.
+            "weighted_metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         }
-
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        if isinstance(metrics, str) and metrics == "auto":
-            kwargs.setdefault(
-                "weighted_metrics", [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-            )
-            metrics = None
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     # --- Texts ---
 
