@@ -106,14 +106,17 @@ def parse_args(argv):
 
 
 def native_bfloat16(cpuinfo="/proc/cpuinfo"):
-    """Whether bfloat16 runs natively here: a visible GPU, or a CPU with AVX-512 BF16 or AMX.
+    """Whether bfloat16 runs natively here: a GPU of compute capability 8.0 or more
+    (Ampere and later), or a CPU with AVX-512 BF16 or AMX.
 
-    Elsewhere (AVX2-only CPUs) TensorFlow emulates bfloat16 matmuls, slower
-    than float32. Reads the CPU flags from `cpuinfo` (Linux); False when it
-    cannot be read.
+    Elsewhere (AVX2-only CPUs, older GPUs) bfloat16 matmuls are emulated,
+    slower than float32. Reads the CPU flags from `cpuinfo` (Linux); False
+    when it cannot be read.
     """
-    if tf.config.list_physical_devices("GPU"):
-        return True
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
+        return bool(capability) and tuple(capability) >= (8, 0)
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])

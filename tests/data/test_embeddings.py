@@ -134,7 +134,7 @@ def test_bad_arguments_are_named(token_ids, kwargs, error, message):
 
 
 def test_the_bundled_novels_give_neighbours_of_meaning():
-    """On real text: a colour's nearest tokens include other colours."""
+    """On real text: the words for times of day are closer to each other than to the rest."""
     from tfnlp import datasets
 
     sentences = [s for d in datasets.read_documents("en_novels", "train")[:60] for s in d]

@@ -282,6 +282,8 @@ def test_mean_pooling_fine_tunes_on_texts_and_exports(tmp_path):
     # The pooler, which no output reads, is not handed to the optimizer.
     assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
     assert not {id(w) for w in backbone.pooler.weights} & {id(w) for w in classifier.trainable_weights}
+    listed = classifier.trainable_weights + classifier.non_trainable_weights
+    assert sorted(id(w) for w in listed) == sorted(id(w) for w in classifier.weights)
     assert classifier.predict_labels(["good food", "bad coffee"]) == ["pos", "neg"]
     export.export_classifier(classifier, str(tmp_path / "served"))
     served = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["serving_default"]

@@ -31,7 +31,6 @@ def test_every_public_model_class_is_trained_and_served_by_a_registered_family()
     assert set(families.EXPORTED_AS.values()) == set(test_tf_serving.SIGNATURES)
 
 
-
 @pytest.mark.parametrize("family", families.FAMILIES)
 def test_compile_fills_in_each_auto_argument_alone(family):
     """`compile()`'s "auto" is decided argument by argument (tfnlp.models.Task), in every family."""
@@ -57,3 +56,12 @@ def test_compile_fills_in_each_auto_argument_alone(family):
     model.compile(weighted_metrics=None)
     assert model.get_compile_config()["weighted_metrics"] is None
     assert model.get_compile_config()["metrics"] == own["metrics"]
+
+
+@pytest.mark.parametrize("family", families.FAMILIES)
+def test_trainable_and_non_trainable_weights_hold_every_weight_once(family):
+    # Weights no output reads (BERT's pooler in UniLM, say) are kept from the
+    # optimizer but still counted, so that summary() adds up to count_params().
+    model = families.model(family)
+    listed = [id(w) for w in model.trainable_weights + model.non_trainable_weights]
+    assert sorted(listed) == sorted(id(w) for w in model.weights)

@@ -93,7 +93,7 @@ def learn_token_embeddings(token_ids, vocabulary_size, dimension, window=5, smoo
     (`dimension` components); row `i` of `U·sqrt(S)` is id `i`'s vector,
     scaled so that its entries' root mean square is `stddev` (the scale of
     the backbone's initializer, so the rest of its initialisation keeps its
-    proportions). Ids that never occur get zeros.
+    proportions). Ids that never occur next to another id get zeros.
 
     Args:
         token_ids: sequences of integer ids: a list of lists or arrays, a
@@ -129,6 +129,8 @@ def learn_token_embeddings(token_ids, vocabulary_size, dimension, window=5, smoo
     context = row_sums**smoothing
     pmi = np.log(counts * context.sum() / (row_sums[rows] * context[columns]))
     keep = pmi > 0
+    if not keep.any():
+        raise ValueError("token_ids give no pair of ids that co-occur more than chance: nothing to learn.")
     ppmi = tf.sparse.reorder(tf.sparse.SparseTensor(
         np.stack([rows[keep], columns[keep]], axis=1), pmi[keep].astype(np.float32),
         [vocabulary_size, vocabulary_size],

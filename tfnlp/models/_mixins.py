@@ -94,6 +94,14 @@ class CallsBackboneLayers:
     def trainable_variables(self):
         return self.trainable_weights
 
+    @property
+    def non_trainable_weights(self):
+        # ... and counted here instead, so that summary() adds up to count_params().
+        kept = {id(w) for w in self.trainable_weights}
+        unread = [w for layer in self._unread_backbone_layers() for w in layer.trainable_weights
+                  if id(w) not in kept]
+        return super().non_trainable_weights + unread
+
 
 class FromConfig:
     """Mixin: `from_config` for models whose config is their constructor's arguments.

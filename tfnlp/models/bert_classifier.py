@@ -104,6 +104,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
             preprocessor, backbone.vocabulary_size, backbone.max_sequence_length
         )
         self.backbone = backbone
+        self.pooling = pooling  # read by trainable_weights
         self.output_dropout = Dropout(dropout, name="output_dropout")
         self.output_dense = keras.layers.Dense(
             num_classes, kernel_initializer=bert_kernel_initializer(), dtype="float32", name="logits"
@@ -122,7 +123,6 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
-        self.pooling = pooling
         self.preprocessor = preprocessor
         self.labels = labels
 

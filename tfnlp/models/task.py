@@ -45,15 +45,19 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
     def _compile_defaults(self):
         """What `"auto"` means for each `compile()` argument.
 
-        A dict with `"optimizer"` and `"loss"`, and `"metrics"` and/or
-        `"weighted_metrics"` (an argument the dict leaves out is `None`:
-        tasks whose targets carry padding weights report weighted metrics).
+        A dict with any of `"optimizer"`, `"loss"`, `"metrics"` and
+        `"weighted_metrics"`; an argument it leaves out is `None` (tasks
+        whose targets carry padding weights give weighted metrics only; a
+        model that computes its own loss gives no loss).
         """
         raise NotImplementedError
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", weighted_metrics="auto",
                 **kwargs):
         defaults = self._compile_defaults()
+        unknown = set(defaults) - {"optimizer", "loss", "metrics", "weighted_metrics"}
+        if unknown:
+            raise TypeError(f"{type(self).__name__}._compile_defaults() gave unknown keys {sorted(unknown)}.")
         arguments = {"optimizer": optimizer, "loss": loss, "metrics": metrics,
                      "weighted_metrics": weighted_metrics}
         for name, value in arguments.items():

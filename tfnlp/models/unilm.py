@@ -152,9 +152,6 @@ class UniLM(CallsBackboneLayers, Task):
             source_length, max_length, backbone.max_sequence_length, tokenizer is not None
         )
         self.backbone = backbone
-        # No UniLM loss reaches the pooler: freezing it spares the optimizer
-        # its slots (and Keras' "gradients do not exist" warning).
-        backbone.pooler.trainable = False
         self.masked_lm_head = MaskedLMHead(
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
@@ -185,6 +182,9 @@ class UniLM(CallsBackboneLayers, Task):
             functools.partial(self.initial_decoding_state, objective=masks_lib.LEFT_TO_RIGHT),
             self._check_positions,
         )
+
+    def _unread_backbone_layers(self):
+        return [self.backbone.pooler]  # no UniLM loss reaches it
 
     def _head_layers(self):
         return [self.masked_lm_head]
