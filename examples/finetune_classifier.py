@@ -14,6 +14,11 @@ takes raw text.
     python examples/finetune_classifier.py --pretrained runs/bert_pretrain \
         --export saved_models/reviews
 
+`--pooling mean` feeds the classifier the mean of the backbone's output
+over the tokens instead of BERT's pooled `[CLS]` output: for a backbone
+pretrained without next-sentence prediction (as `make demo`'s), whose
+`[CLS]` output and pooler no objective trained.
+
 `--learning-curve 100 300 1000` repeats the comparison on fixed random
 subsets of the training reviews of those sizes and on all of them (each
 subset holds the smaller ones; `--train-examples` caps the largest), and plots test accuracy against the number
@@ -83,7 +88,8 @@ def train_classifier(backbone, preprocessor, args, splits, run_name):
     epochs, steps_per_epoch = epochs_for(len(texts), args)
     steps = epochs * steps_per_epoch
     classifier = models.BertClassifier(
-        backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS)
+        backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS),
+        pooling=args.pooling,
     )
     classifier.compile(
         optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps))
@@ -137,6 +143,7 @@ def compare(args, examples, preprocessor, log_prefix=""):
     result["tfidf_logistic_regression"] = tfidf_baseline(examples["train"], examples["test"])
     result["train_examples"] = len(examples["train"])
     result["epochs"] = epochs_for(len(examples["train"]), args)[0]
+    result["pooling"] = args.pooling
     return result, classifier
 
 
@@ -187,6 +194,11 @@ def main(argv=None):
     )
     parser.add_argument("--dropout", type=float, default=0.1, help="the backbone's, in fine-tuning")
     parser.add_argument(
+        "--pooling", default="cls", choices=["cls", "mean"],
+        help="the classifier's input: BERT's pooled [CLS] output, or the mean output over the "
+        "tokens (for a backbone pretrained without next-sentence prediction)",
+    )
+    parser.add_argument(
         "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"]
     )
     parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
@@ -235,8 +247,8 @@ def main(argv=None):
         plot_learning_curve(points, args.plot)
         figures = os.path.join(os.path.dirname(os.path.abspath(args.plot)), "learning_curve.json")
         with open(figures, "w") as f:
-            json.dump({"pretrained": args.pretrained, "seeds": args.seeds,
-                       "min_steps": args.min_steps, "points": points}, f, indent=2)
+            json.dump({"pretrained": args.pretrained, "seeds": args.seeds, "min_steps": args.min_steps,
+                       "pooling": args.pooling, "points": points}, f, indent=2)
         result["learning_curve"] = points
     if args.export:
         # The classifier takes its own preprocessor and label names along.

@@ -134,8 +134,9 @@ def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp
     result = finetune_classifier.main([
         "--pretrained", str(output), "--sequence-length", "32", "--epochs", "1",
         "--train-examples", "64", "--seeds", "2", "--skip-scratch", "--export", "",
-        "--logs", str(tmp_path / "logs"),
+        "--logs", str(tmp_path / "logs"), "--pooling", "mean",
     ])
+    assert result["pooling"] == "mean"
     accuracies = result["pretrained_test_accuracies"]
     assert len(accuracies) == 2
     assert result["pretrained_test_accuracy"] == pytest.approx(np.mean(accuracies))
