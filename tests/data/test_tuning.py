@@ -65,7 +65,7 @@ NOT_PIPELINES = {"build_word_vocabulary", "character_ids", "count_words", "learn
                  "unknown_rate",
                  "load_vocabulary", "objective_counts", "save_vocabulary", "sentence_tokens",
                  "split_words", "static_tuning", "write_tfrecords", "read_labelled", "read_texts",
-                 "suggest_sequence_length"}
+                 "suggest_sequence_length", "cooccurrence_counts", "learn_token_embeddings"}
 
 
 @pytest.mark.parametrize("name", NAMES)
