@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tests.harness import assert_allclose
 from tfnlp import data, export, models
+from tfnlp.models import text_classifier
 
 VOCABULARY = list(data.SPECIAL_TOKENS) + "good great fresh bad stale awful food coffee tea the was".split()
 TEXTS = ["good food", "bad coffee", "great fresh tea", "stale awful food", "the tea was good",
@@ -42,7 +43,7 @@ def _ids(labels):
 
 
 @pytest.mark.parametrize("family", sorted(BUILDERS))
-def test_fit_on_texts_trains_exactly_as_fit_on_the_preprocessed_token_ids(family):
+def test_fit_on_texts_trains_exactly_as_fit_on_the_preprocessed_token_ids(family, monkeypatch):
     keras.utils.set_random_seed(1)
     on_texts = BUILDERS[family]()
     on_ids = on_texts.__class__.from_config(on_texts.get_config())
@@ -50,8 +51,13 @@ def test_fit_on_texts_trains_exactly_as_fit_on_the_preprocessed_token_ids(family
     for model in (on_texts, on_ids):
         model.compile(optimizer=keras.optimizers.SGD(0.5))
     inputs = _preprocessor()(tf.constant(TEXTS))
-    history_texts = on_texts.fit(TEXTS, LABELS, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    history_ids = on_ids.fit(inputs, _ids(LABELS), batch_size=8, epochs=2, shuffle=False, verbose=0)
+    # Texts in memory become the same arrays (here 5 texts at a time), which
+    # Keras shuffles as it shuffles token ids: the same seed, the same batches.
+    monkeypatch.setattr(text_classifier, "_CHUNK", 5)
+    keras.utils.set_random_seed(2)
+    history_texts = on_texts.fit(TEXTS, LABELS, batch_size=8, epochs=2, verbose=0)
+    keras.utils.set_random_seed(2)
+    history_ids = on_ids.fit(inputs, _ids(LABELS), batch_size=8, epochs=2, verbose=0)
     assert_allclose(history_texts.history["loss"], history_ids.history["loss"], atol=1e-6)
     for a, b in zip(on_texts.get_weights(), on_ids.get_weights(), strict=True):
         assert_allclose(a, b, atol=1e-6)

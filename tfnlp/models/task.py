@@ -1,5 +1,7 @@
 """The base of tfnlp's task models: the Keras workarounds, `compile("auto")`, raw-text inputs."""
 
+import typing
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -31,7 +33,12 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
       preprocessor): `fit`, `evaluate` and `predict` take texts (a list,
       array or string tensor, or a `tf.data.Dataset` of strings) as well
       as the token-id dicts of the model's inputs, which still work
-      unchanged. Strings are tokenized in a `tf.data` pipeline by the
+      unchanged. Texts in memory are preprocessed once, eagerly, into
+      the model's input arrays (`TextArrays`), which Keras then batches and
+      shuffles as it does token ids: not once per epoch, and without a
+      `tf.data` pipeline whose tokenizer graph TensorFlow would instantiate
+      again for every new iterator (each `predict` call, each epoch). A
+      `tf.data.Dataset` of strings is tokenized in its own pipeline by the
       task's preprocessor.
     - **Quiet `fit`**: a `tf.data.Dataset` needs no `shuffle` (it shuffles
       itself), so Keras' "`shuffle=True` was passed, but will be ignored"
@@ -69,10 +76,12 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
     # --- Raw text ---
 
     def _text_dataset(self, x, y, batch_size, shuffle, mode):
-        """`tf.data.Dataset` of model-input batches for raw-text `x`, or None if `x` is not text.
+        """Model inputs for raw-text `x`, or None if `x` is not text.
 
-        `mode` is `"fit"`, `"evaluate"` (`x`, or the dataset, comes with
-        labels) or `"predict"`. Tasks with a preprocessor override this.
+        A `tf.data.Dataset` of model-input batches, or `TextArrays` (the
+        inputs in memory, for Keras to batch and shuffle). `mode` is
+        `"fit"`, `"evaluate"` (`x`, or the dataset, comes with labels) or
+        `"predict"`. Tasks with a preprocessor override this.
         """
         return None
 
@@ -82,7 +91,9 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             (x, y), validation_data = _split_last(x, y, validation_split)
             validation_split = 0.0
         dataset = self._text_dataset(x, y, batch_size, shuffle, mode="fit")
-        if dataset is not None:
+        if isinstance(dataset, TextArrays):
+            x, y = dataset
+        elif dataset is not None:
             if validation_split:  # texts without labels (documents): nothing to cut by
                 raise ValueError(
                     "`validation_split` cannot cut these texts; pass held-out texts as "
@@ -102,14 +113,18 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", **kwargs):
         dataset = self._text_dataset(x, y, batch_size, shuffle=False, mode="evaluate")
-        if dataset is not None:
+        if isinstance(dataset, TextArrays):
+            x, y = dataset
+        elif dataset is not None:
             x, y, batch_size = dataset, None, None
         with self._quiet(kwargs.get("steps")):
             return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
         dataset = self._text_dataset(x, None, batch_size, shuffle=False, mode="predict")
-        if dataset is not None:
+        if isinstance(dataset, TextArrays):
+            x = dataset.x
+        elif dataset is not None:
             x, batch_size = dataset, None
         with self._quiet(kwargs.get("steps")):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
@@ -129,10 +144,20 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
                                      mode="evaluate")
         if dataset is None:
             return validation_data
+        if isinstance(dataset, TextArrays):
+            return tuple(dataset)  # Keras batches it by `validation_batch_size`
         kwargs.pop("validation_batch_size", None)
         return dataset
 
     _quiet = staticmethod(quiet_epoch_end)
+
+
+class TextArrays(typing.NamedTuple):
+    """Texts in memory, preprocessed: the model's inputs `x` (a dict of NumPy
+    arrays, one row per text) and the class ids `y` (or None)."""
+
+    x: dict
+    y: object
 
 
 def _is_dataset(x):

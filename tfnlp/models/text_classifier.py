@@ -9,12 +9,15 @@ from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.models.task import (
     DEFAULT_BATCH_SIZE,
     Task,
+    TextArrays,
     is_pair,
     is_texts,
     preprocessing_object,
     string_tensor,
     text_rank,
 )
+
+_CHUNK = 1024  # texts preprocessed at once, for texts given in memory
 
 
 def classifier_size(num_classes, labels):
@@ -122,16 +125,21 @@ class TextClassifier(Task):
                 f"`x` must hold two batches of the same number of texts, got {count} and "
                 f"{int(texts[1].shape[0])}."
             )
-        if y is None:
-            if mode != "predict":
-                raise ValueError(f"`y` (the labels) is required to {mode} on texts.")
-            dataset = tf.data.Dataset.from_tensor_slices(texts)
-        else:
-            labels = self._label_ids(y, count)
-            dataset = tf.data.Dataset.from_tensor_slices((texts, labels))
-        if shuffle and mode == "fit":
-            dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
-        return self._preprocessed(dataset.batch(batch_size or DEFAULT_BATCH_SIZE), y is not None)
+        if y is None and mode != "predict":
+            raise ValueError(f"`y` (the labels) is required to {mode} on texts.")
+        labels = None if y is None else self._label_ids(y, count)
+        return TextArrays(self._preprocessed_in_memory(texts, count), labels)
+
+    def _preprocessed_in_memory(self, texts, count):
+        """The preprocessor's outputs for `count` texts (or pairs) as NumPy arrays,
+        computed eagerly `_CHUNK` texts at a time (to bound the tokenizer's
+        intermediate tensors)."""
+        chunks = []
+        for start in range(0, max(count, 1), _CHUNK):
+            part = (tuple(t[start:start + _CHUNK] for t in texts) if isinstance(texts, tuple)
+                    else texts[start:start + _CHUNK])
+            chunks.append({k: v.numpy() for k, v in self.preprocessor(part).items()})
+        return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
 
     def _from_dataset(self, dataset, batch_size, with_labels):
         spec = dataset.element_spec
