@@ -65,7 +65,7 @@ def test_fit_on_texts_trains_exactly_as_fit_on_the_preprocessed_token_ids(family
 
 
 @pytest.mark.parametrize("family", sorted(BUILDERS))
-def test_every_form_of_texts_gives_the_same_predictions(family):
+def test_every_form_of_texts_gives_the_same_predictions(family, monkeypatch):
     model = BUILDERS[family]()
     expected = model.predict(_preprocessor()(tf.constant(TEXTS)), verbose=0)
     forms = {
@@ -84,7 +84,12 @@ def test_every_form_of_texts_gives_the_same_predictions(family):
                                    err_msg=name)
     names = model.predict_labels(TEXTS)
     assert names == [NAMES[i] for i in np.argmax(expected, -1)]
-    # Text pairs: a tuple of two batches, as [CLS] A [SEP] B [SEP].
+    # Too many texts for their ids to be held at once: a pipeline tokenizes them.
+    monkeypatch.setattr(text_classifier, "_IN_MEMORY_IDS", len(TEXTS) * 8 - 1)
+    np.testing.assert_allclose(model.predict(TEXTS, batch_size=3, verbose=0), expected, atol=1e-6)
+    monkeypatch.undo()
+    # Text pairs: a tuple of two batches, as [CLS] A [SEP] B [SEP] (3 pairs at a time).
+    monkeypatch.setattr(text_classifier, "_CHUNK", 3)
     pairs = (TEXTS[:4], TEXTS[4:8])
     assert_allclose(model.predict(pairs, verbose=0),
                     model.predict(_preprocessor()((tf.constant(pairs[0]), tf.constant(pairs[1]))),
@@ -116,6 +121,28 @@ def test_validation_data_and_split_take_texts_in_every_form():
         assert "val_accuracy" in history.history
     with pytest.raises(ValueError, match="`y` \\(the labels\\) is required"):
         model.fit(TEXTS, validation_split=0.25, verbose=0)
+
+
+def test_sample_weights_and_validation_split_cut_texts_as_they_cut_token_ids():
+    keras.utils.set_random_seed(1)
+    on_texts = _transformer()
+    on_ids = models.TransformerClassifier.from_config(on_texts.get_config())
+    on_ids.set_weights(on_texts.get_weights())
+    inputs, ids = _preprocessor()(tf.constant(TEXTS)), _ids(LABELS)
+    weights = np.linspace(0.5, 2.0, len(TEXTS)).astype("float32")
+    histories = []
+    first_ids = {k: v[:8] for k, v in inputs.items()}
+    for model, x, y, x_held in ((on_texts, TEXTS, LABELS, TEXTS[:8]), (on_ids, inputs, ids, first_ids)):
+        model.compile(optimizer=keras.optimizers.SGD(0.5))
+        held_out = (x_held, y[:8], weights[:8])
+        first = model.fit(x, y, sample_weight=weights, validation_split=0.25, shuffle=False, verbose=0)
+        second = model.fit(x, y, validation_data=held_out, shuffle=False, verbose=0)
+        histories.append({**first.history, **{f"2_{k}": v for k, v in second.history.items()}})
+    assert histories[0].keys() == histories[1].keys()
+    for key in histories[0]:
+        np.testing.assert_allclose(histories[0][key], histories[1][key], atol=1e-6, err_msg=key)
+    with pytest.raises(ValueError, match="`sample_weight` must hold one weight per example"):
+        on_texts.fit(TEXTS, LABELS, sample_weight=weights[:5], validation_split=0.25, verbose=0)
 
 
 def test_keras_file_keeps_the_preprocessor_and_labels(tmp_path):

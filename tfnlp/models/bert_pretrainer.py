@@ -212,7 +212,7 @@ class BertPretrainer(CallsBackboneLayers, Task):
 
     # --- Texts ---
 
-    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+    def _text_inputs(self, x, y, batch_size, shuffle, mode):
         documents = _documents(x)
         if documents is None:
             return None

@@ -538,7 +538,7 @@ class ELMoEmbedder(Task):
 
     # --- Texts to character ids ---
 
-    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+    def _text_inputs(self, x, y, batch_size, shuffle, mode):
         if isinstance(x, tf.data.Dataset):
             spec = x.element_spec
             if isinstance(spec, tuple) and spec and isinstance(spec[0], tf.TensorSpec):

@@ -29,7 +29,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
       there): inputs checked before Keras casts them, `compile()` restored
       from `.keras` files, the optimizer built before tracing, training steps
       that wait for their batch.
-    - **Raw text in** (`_text_dataset`, implemented by tasks that carry a
+    - **Raw text in** (`_text_inputs`, implemented by tasks that carry a
       preprocessor): `fit`, `evaluate` and `predict` take texts (a list,
       array or string tensor, or a `tf.data.Dataset` of strings) as well
       as the token-id dicts of the model's inputs, which still work
@@ -75,7 +75,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
 
     # --- Raw text ---
 
-    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+    def _text_inputs(self, x, y, batch_size, shuffle, mode):
         """Model inputs for raw-text `x`, or None if `x` is not text.
 
         A `tf.data.Dataset` of model-input batches, or `TextArrays` (the
@@ -88,9 +88,14 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
         if validation_split and validation_data is None and y is not None and is_texts(x):
-            (x, y), validation_data = _split_last(x, y, validation_split)
+            weights = kwargs.get("sample_weight")
+            (x, y, weights), validation_data = _split_last(x, y, validation_split, weights)
+            if weights is None:
+                validation_data = validation_data[:2]
+            else:
+                kwargs["sample_weight"] = weights
             validation_split = 0.0
-        dataset = self._text_dataset(x, y, batch_size, shuffle, mode="fit")
+        dataset = self._text_inputs(x, y, batch_size, shuffle, mode="fit")
         if isinstance(dataset, TextArrays):
             x, y = dataset
         elif dataset is not None:
@@ -112,7 +117,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             )
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", **kwargs):
-        dataset = self._text_dataset(x, y, batch_size, shuffle=False, mode="evaluate")
+        dataset = self._text_inputs(x, y, batch_size, shuffle=False, mode="evaluate")
         if isinstance(dataset, TextArrays):
             x, y = dataset
         elif dataset is not None:
@@ -121,7 +126,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
-        dataset = self._text_dataset(x, None, batch_size, shuffle=False, mode="predict")
+        dataset = self._text_inputs(x, None, batch_size, shuffle=False, mode="predict")
         if isinstance(dataset, TextArrays):
             x = dataset.x
         elif dataset is not None:
@@ -130,8 +135,17 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def _validation_dataset(self, validation_data, kwargs):
-        if isinstance(validation_data, tuple) and len(validation_data) == 3:
-            return validation_data  # (x, y, sample_weight): Keras reads it
+        if isinstance(validation_data, tuple) and len(validation_data) == 3:  # (x, y, sample_weight)
+            x, y, weights = validation_data
+            inputs = self._text_inputs(x, y, None, shuffle=False, mode="evaluate")
+            if inputs is None:
+                return validation_data  # model inputs: Keras reads them
+            if isinstance(inputs, TextArrays):
+                return (*inputs, weights)
+            raise ValueError(
+                f"{type(self).__name__} takes no sample weights with validation texts: pass "
+                "`validation_data` as `(x, y)`."
+            )
         batch = validation_data[0] if isinstance(validation_data, list) and validation_data else None
         if (isinstance(validation_data, tuple) and len(validation_data) == 2) or (
             isinstance(validation_data, list) and len(validation_data) == 2
@@ -140,7 +154,7 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             x, y = validation_data  # (x, y), or Keras' [x, y]
         else:  # a dataset, or texts that need no labels (documents to pretrain on)
             x, y = validation_data, None
-        dataset = self._text_dataset(x, y, kwargs.get("validation_batch_size"), shuffle=False,
+        dataset = self._text_inputs(x, y, kwargs.get("validation_batch_size"), shuffle=False,
                                      mode="evaluate")
         if dataset is None:
             return validation_data
@@ -239,8 +253,9 @@ def _host(values):
     return values.numpy() if tf.is_tensor(values) else values
 
 
-def _split_last(x, y, fraction):
-    """`((x, y) train, (x, y) validation)`: the last `fraction` held out, as Keras' `validation_split`."""
+def _split_last(x, y, fraction, weights=None):
+    """`((x, y, weights) train, (x, y, weights) validation)`: the last `fraction`
+    held out, as Keras' `validation_split` (`weights`, the sample weights, may be None)."""
     def cut(values, start, stop):
         if is_pair(values):
             return tuple(cut(v, start, stop) for v in values)
@@ -250,6 +265,7 @@ def _split_last(x, y, fraction):
         raise ValueError(f"`validation_split` must be in (0, 1), got {fraction}.")
     x = tuple(_host(part) for part in x) if is_pair(x) else _host(x)
     y = _host(y)
+    weights = None if weights is None else np.asarray(_host(weights))
     count = len(x[0]) if is_pair(x) else len(x)
     split = int(count * (1 - fraction))
     if not 0 < split < count:
@@ -257,4 +273,8 @@ def _split_last(x, y, fraction):
             f"`validation_split` {fraction} of {count} examples leaves no training or no "
             "validation example."
         )
-    return (cut(x, 0, split), cut(y, 0, split)), (cut(x, split, None), cut(y, split, None))
+    if weights is not None and len(weights) != count:
+        raise ValueError(f"`sample_weight` must hold one weight per example ({count}), got {len(weights)}.")
+    parts = (x, y, weights)
+    return (tuple(None if p is None else cut(p, 0, split) for p in parts),
+            tuple(None if p is None else cut(p, split, None) for p in parts))

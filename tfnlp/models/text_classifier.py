@@ -18,6 +18,10 @@ from tfnlp.models.task import (
 )
 
 _CHUNK = 1024  # texts preprocessed at once, for texts given in memory
+# Texts given in memory become arrays of their token ids (3 int32 arrays of
+# texts x sequence length: 400 MB at this many ids); beyond, a tf.data
+# pipeline tokenizes them batch by batch.
+_IN_MEMORY_IDS = 1 << 25
 
 
 def classifier_size(num_classes, labels):
@@ -110,7 +114,7 @@ class TextClassifier(Task):
 
     # --- Texts to model inputs ---
 
-    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+    def _text_inputs(self, x, y, batch_size, shuffle, mode):
         if isinstance(x, tf.data.Dataset):
             with_labels = mode != "predict" or _has_labels(x)
             return self._from_dataset(x, batch_size, with_labels)
@@ -128,7 +132,13 @@ class TextClassifier(Task):
         if y is None and mode != "predict":
             raise ValueError(f"`y` (the labels) is required to {mode} on texts.")
         labels = None if y is None else self._label_ids(y, count)
-        return TextArrays(self._preprocessed_in_memory(texts, count), labels)
+        if count * self.preprocessor.sequence_length <= _IN_MEMORY_IDS:
+            return TextArrays(self._preprocessed_in_memory(texts, count), labels)
+        # Too many for their ids to be held at once: tokenized batch by batch.
+        dataset = tf.data.Dataset.from_tensor_slices(texts if labels is None else (texts, labels))
+        if shuffle and mode == "fit":
+            dataset = dataset.shuffle(count, reshuffle_each_iteration=True)
+        return self._preprocessed(dataset.batch(batch_size or DEFAULT_BATCH_SIZE), labels is not None)
 
     def _preprocessed_in_memory(self, texts, count):
         """The preprocessor's outputs for `count` texts (or pairs) as NumPy arrays,

@@ -133,7 +133,7 @@ def source_texts(model, texts, name):
 def text_pairs(model, x, y, mode):
     """`(dataset of (source, target) string scalars, count or None)`, or None if `x` is not text.
 
-    For `Task._text_dataset`: `x` a batch of source texts and `y` of target
+    For `Task._text_inputs`: `x` a batch of source texts and `y` of target
     texts, or `x` a `tf.data.Dataset` of `(source, target)` texts (single
     pairs or batches of pairs).
     """
@@ -741,7 +741,7 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
                 "`target_tokenizer=` for another target vocabulary), or pass token ids."
             )
 
-    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+    def _text_inputs(self, x, y, batch_size, shuffle, mode):
         found = text_pairs(self, x, y, mode)
         if found is None:
             return None

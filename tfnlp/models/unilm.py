@@ -250,7 +250,7 @@ class UniLM(CallsBackboneLayers, Task):
                 "`tokenizer=tfnlp.data.WordPieceTokenizer(...)`, or pass token ids."
             )
 
-    def _text_dataset(self, x, y, batch_size, shuffle, mode):
+    def _text_inputs(self, x, y, batch_size, shuffle, mode):
         found = text_pairs(self, x, y, mode)
         if found is None:
             return None
