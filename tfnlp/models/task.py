@@ -88,23 +88,21 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
         if validation_split and validation_data is None and y is not None and is_texts(x):
-            weights = kwargs.get("sample_weight")
-            (x, y, weights), validation_data = _split_last(x, y, validation_split, weights)
-            if weights is None:
-                validation_data = validation_data[:2]
-            else:
-                kwargs["sample_weight"] = weights
+            train, validation_data = _split_last(x, y, validation_split, kwargs.get("sample_weight"))
+            x, y = train[:2]
+            if len(train) == 3:
+                kwargs["sample_weight"] = train[2]
             validation_split = 0.0
-        dataset = self._text_inputs(x, y, batch_size, shuffle, mode="fit")
-        if isinstance(dataset, TextArrays):
-            x, y = dataset
-        elif dataset is not None:
+        inputs = self._text_inputs(x, y, batch_size, shuffle, mode="fit")
+        if isinstance(inputs, TextArrays):
+            x, y = inputs
+        elif inputs is not None:
             if validation_split:  # texts without labels (documents): nothing to cut by
                 raise ValueError(
                     "`validation_split` cannot cut these texts; pass held-out texts as "
                     "`validation_data`."
                 )
-            x, y, batch_size = dataset, None, None
+            x, y, batch_size = inputs, None, None
         if validation_data is not None:
             validation_data = self._validation_dataset(validation_data, kwargs)
         if _is_dataset(x):
@@ -117,51 +115,48 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
             )
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", **kwargs):
-        dataset = self._text_inputs(x, y, batch_size, shuffle=False, mode="evaluate")
-        if isinstance(dataset, TextArrays):
-            x, y = dataset
-        elif dataset is not None:
-            x, y, batch_size = dataset, None, None
+        inputs = self._text_inputs(x, y, batch_size, shuffle=False, mode="evaluate")
+        if isinstance(inputs, TextArrays):
+            x, y = inputs
+        elif inputs is not None:
+            x, y, batch_size = inputs, None, None
         with self._quiet(kwargs.get("steps")):
             return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
-        dataset = self._text_inputs(x, None, batch_size, shuffle=False, mode="predict")
-        if isinstance(dataset, TextArrays):
-            x = dataset.x
-        elif dataset is not None:
-            x, batch_size = dataset, None
+        inputs = self._text_inputs(x, None, batch_size, shuffle=False, mode="predict")
+        if isinstance(inputs, TextArrays):
+            x = inputs.x
+        elif inputs is not None:
+            x, batch_size = inputs, None
         with self._quiet(kwargs.get("steps")):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
 
     def _validation_dataset(self, validation_data, kwargs):
-        if isinstance(validation_data, tuple) and len(validation_data) == 3:  # (x, y, sample_weight)
-            x, y, weights = validation_data
-            inputs = self._text_inputs(x, y, None, shuffle=False, mode="evaluate")
-            if inputs is None:
-                return validation_data  # model inputs: Keras reads them
-            if isinstance(inputs, TextArrays):
-                return (*inputs, weights)
-            raise ValueError(
-                f"{type(self).__name__} takes no sample weights with validation texts: pass "
-                "`validation_data` as `(x, y)`."
-            )
+        weights = None
         batch = validation_data[0] if isinstance(validation_data, list) and validation_data else None
-        if (isinstance(validation_data, tuple) and len(validation_data) == 2) or (
+        if isinstance(validation_data, tuple) and len(validation_data) == 3:
+            x, y, weights = validation_data  # (x, y, sample_weight)
+        elif (isinstance(validation_data, tuple) and len(validation_data) == 2) or (
             isinstance(validation_data, list) and len(validation_data) == 2
             and not isinstance(batch, (str, bytes)) and (is_texts(batch) or _is_dataset(batch))
         ):
             x, y = validation_data  # (x, y), or Keras' [x, y]
         else:  # a dataset, or texts that need no labels (documents to pretrain on)
             x, y = validation_data, None
-        dataset = self._text_inputs(x, y, kwargs.get("validation_batch_size"), shuffle=False,
-                                     mode="evaluate")
-        if dataset is None:
-            return validation_data
-        if isinstance(dataset, TextArrays):
-            return tuple(dataset)  # Keras batches it by `validation_batch_size`
+        inputs = self._text_inputs(x, y, kwargs.get("validation_batch_size"), shuffle=False,
+                                   mode="evaluate")
+        if inputs is None:
+            return validation_data  # model inputs: Keras reads them
+        if isinstance(inputs, TextArrays):  # Keras batches them by `validation_batch_size`
+            return tuple(inputs) if weights is None else (*inputs, weights)
+        if weights is not None:
+            raise ValueError(
+                f"{type(self).__name__} takes no sample weights with validation texts: pass "
+                "`validation_data` as `(x, y)`."
+            )
         kwargs.pop("validation_batch_size", None)
-        return dataset
+        return inputs
 
     _quiet = staticmethod(quiet_epoch_end)
 
@@ -254,8 +249,8 @@ def _host(values):
 
 
 def _split_last(x, y, fraction, weights=None):
-    """`((x, y, weights) train, (x, y, weights) validation)`: the last `fraction`
-    held out, as Keras' `validation_split` (`weights`, the sample weights, may be None)."""
+    """`(train, validation)`, each `(x, y)` or, with sample `weights`, `(x, y, weights)`:
+    the last `fraction` held out, as Keras' `validation_split`."""
     def cut(values, start, stop):
         if is_pair(values):
             return tuple(cut(v, start, stop) for v in values)
@@ -275,6 +270,5 @@ def _split_last(x, y, fraction, weights=None):
         )
     if weights is not None and len(weights) != count:
         raise ValueError(f"`sample_weight` must hold one weight per example ({count}), got {len(weights)}.")
-    parts = (x, y, weights)
-    return (tuple(None if p is None else cut(p, 0, split) for p in parts),
-            tuple(None if p is None else cut(p, split, None) for p in parts))
+    parts = (x, y) if weights is None else (x, y, weights)
+    return tuple(cut(p, 0, split) for p in parts), tuple(cut(p, split, None) for p in parts)
