@@ -43,11 +43,8 @@ learning-curve: $(STAMP)
 # Test processes (pytest-xdist; each test file stays in one process, so module
 # fixtures are built once). TEST_WORKERS=0 runs everything in this process.
 # Files go to the workers in the order tests/conftest.py gives them
-# (--no-loadscope-reorder): xdist's own (the files with the most tests first),
-# except the two longest example files, moved to the front so that no session
-# ends with one worker running one of them alone. Running every long file
-# first was slower: the tests that start training subprocesses then overlap
-# and oversubscribe the two cores.
+# (--no-loadscope-reorder): the longest first (a measured list), so that no
+# session ends with one worker running a long file alone while the other idles.
 TEST_WORKERS ?= 2
 
 # The suite runs as three pytest sessions, each with fresh worker processes:
