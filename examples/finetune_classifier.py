@@ -26,6 +26,10 @@ of labelled examples (`--plot`, a PNG; the figures go to
 `learning_curve.json` beside it). A run trains for at least `--min-steps`
 optimizer steps: more epochs on fewer examples.
 
+`--head-steps N` trains the pretrained run's new classification head alone
+on the frozen backbone for at least N steps before fine-tuning everything
+(LP-FT); the run from scratch fine-tunes everything from the start.
+
     python examples/finetune_classifier.py --learning-curve 100 300 1000 --seeds 3 \
         --min-steps 200 --export "" --plot docs/learning_curve.png
 """
@@ -83,19 +87,15 @@ def epochs_for(examples, args):
     return max(args.epochs, math.ceil(args.min_steps / steps_per_epoch)), steps_per_epoch
 
 
-def train_classifier(backbone, preprocessor, args, splits, run_name):
+def fit_stage(classifier, learning_rate, epochs, args, splits, log_dir):
+    """`epochs` of `fit` with a linear warm-up/decay schedule; keeps the best validation epoch."""
     texts, labels = splits["train"]
-    epochs, steps_per_epoch = epochs_for(len(texts), args)
-    steps = epochs * steps_per_epoch
-    classifier = models.BertClassifier(
-        backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS),
-        pooling=args.pooling,
-    )
+    steps = epochs * math.ceil(len(texts) / args.batch_size)
     classifier.compile(
-        optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(args.learning_rate, steps // 10, steps))
+        optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(learning_rate, steps // 10, steps))
     )
     callbacks = [
-        keras.callbacks.TensorBoard(os.path.join(args.logs, run_name)),
+        keras.callbacks.TensorBoard(log_dir),
         # The epoch with the best validation accuracy is kept (no early stop).
         keras.callbacks.EarlyStopping(
             "val_accuracy", mode="max", patience=epochs, restore_best_weights=True
@@ -103,6 +103,34 @@ def train_classifier(backbone, preprocessor, args, splits, run_name):
     ]
     classifier.fit(texts, labels, batch_size=args.batch_size, validation_data=splits["validation"],
                    epochs=epochs, verbose=2 if epochs <= 10 else 0, callbacks=callbacks)
+
+
+def train_head(classifier, args, splits, log_dir):
+    """The new head alone, on the frozen backbone, for at least `--head-steps` steps (LP-FT).
+
+    Fine-tuning then starts from a head that already reads the pretrained
+    features, instead of pulling the backbone towards a random head's
+    gradients (Kumar et al., 2022, "Fine-Tuning can Distort Pretrained
+    Features").
+    """
+    classifier.backbone.trainable = False
+    steps_per_epoch = math.ceil(len(splits["train"][0]) / args.batch_size)
+    fit_stage(classifier, args.head_learning_rate, math.ceil(args.head_steps / steps_per_epoch),
+              args, splits, log_dir)
+    classifier.backbone.trainable = True
+
+
+def train_classifier(backbone, preprocessor, args, splits, run_name, head_first=False):
+    classifier = models.BertClassifier(
+        backbone, preprocessor=preprocessor, labels=list(datasets.FINE_FOOD_LABELS),
+        pooling=args.pooling,
+    )
+    log_dir = os.path.join(args.logs, run_name)
+    if head_first and args.head_steps:
+        train_head(classifier, args, splits, os.path.join(log_dir, "head"))
+        log_dir = os.path.join(log_dir, "all")
+    fit_stage(classifier, args.learning_rate, epochs_for(len(splits["train"][0]), args)[0], args,
+              splits, log_dir)
     return classifier, classifier.evaluate(*splits["test"], batch_size=args.batch_size,
                                            return_dict=True, verbose=0)["accuracy"]
 
@@ -130,7 +158,8 @@ def compare(args, examples, preprocessor, log_prefix=""):
             name = "from_scratch" if kind == "scratch" else kind
             if args.seeds > 1:
                 name = f"{kind}_seed{seed}"
-            model, accuracy = train_classifier(backbone, preprocessor, args, splits, log_prefix + name)
+            model, accuracy = train_classifier(backbone, preprocessor, args, splits, log_prefix + name,
+                                               head_first=kind == "pretrained")
             accuracies.append(accuracy)
             if classifier is None:
                 classifier = model  # the first pretrained run is exported
@@ -144,6 +173,8 @@ def compare(args, examples, preprocessor, log_prefix=""):
     result["train_examples"] = len(examples["train"])
     result["epochs"] = epochs_for(len(examples["train"]), args)[0]
     result["pooling"] = args.pooling
+    if args.head_steps:
+        result["head_steps"] = args.head_steps
     return result, classifier
 
 
@@ -201,6 +232,13 @@ def main(argv=None):
     parser.add_argument(
         "--dtype-policy", default="float32", choices=["float32", "mixed_bfloat16", "mixed_float16"]
     )
+    parser.add_argument(
+        "--head-steps", type=int, default=0,
+        help="first train the pretrained run's new head alone, on the frozen backbone, for at "
+        "least this many steps, then fine-tune everything (LP-FT); 0: fine-tune all from the start",
+    )
+    parser.add_argument("--head-learning-rate", type=float, default=3e-3,
+                        help="peak learning rate of the head-only steps")
     parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
     parser.add_argument("--logs", default="runs/finetune", help="TensorBoard logs")
     parser.add_argument("--skip-scratch", action="store_true", help="skip the from-scratch run")
@@ -220,6 +258,8 @@ def main(argv=None):
         parser.error(f"--min-steps must be at least 0, got {args.min_steps}")
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if args.head_steps < 0:
+        parser.error(f"--head-steps must be at least 0, got {args.head_steps}")
     if args.learning_curve and min(args.learning_curve) < 10:
         parser.error(f"--learning-curve sizes must be at least 10, got {args.learning_curve}")
     if args.plot != parser.get_default("plot") and not args.learning_curve:

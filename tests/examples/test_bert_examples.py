@@ -1,5 +1,6 @@
 """The BERT examples end to end on tiny settings: real learning, real export."""
 
+import argparse
 import json
 import warnings
 
@@ -11,7 +12,7 @@ import tensorflow as tf
 from examples import finetune_classifier, pretrain_bert
 from tests.export.fresh_process import serve
 from tests.export.serving.harness import CppServer
-from tfnlp import data, datasets
+from tfnlp import data, datasets, models
 
 
 @pytest.fixture(scope="module")
@@ -134,9 +135,9 @@ def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp
     result = finetune_classifier.main([
         "--pretrained", str(output), "--sequence-length", "32", "--epochs", "1",
         "--train-examples", "64", "--seeds", "2", "--skip-scratch", "--export", "",
-        "--logs", str(tmp_path / "logs"), "--pooling", "mean",
+        "--logs", str(tmp_path / "logs"), "--pooling", "mean", "--head-steps", "2",
     ])
-    assert result["pooling"] == "mean"
+    assert result["pooling"] == "mean" and result["head_steps"] == 2
     accuracies = result["pretrained_test_accuracies"]
     assert len(accuracies) == 2
     assert result["pretrained_test_accuracy"] == pytest.approx(np.mean(accuracies))
@@ -146,7 +147,9 @@ def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
         "pretrained_seed0", "pretrained_seed1"
     ]
-    for bad in (["--seeds", "0"], ["--train-examples", "0"]):
+    # The head's steps, then everything's.
+    assert sorted(p.name for p in (tmp_path / "logs" / "pretrained_seed0").iterdir()) == ["all", "head"]
+    for bad in (["--seeds", "0"], ["--train-examples", "0"], ["--head-steps", "-1"]):
         with pytest.raises(SystemExit):
             finetune_classifier.main(bad)
 
@@ -180,6 +183,25 @@ def test_learning_curve_compares_both_classifiers_and_tfidf_at_each_size(pretrai
                 ["--plot", "elsewhere.png"]):
         with pytest.raises(SystemExit):
             finetune_classifier.main(bad)
+
+
+def test_head_steps_train_the_head_alone_and_leave_the_backbone_trainable(tmp_path):
+    tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["good", "bad"])
+    backbone = models.BertBackbone(tokenizer.vocabulary_size(), 1, 2, 16, intermediate_dim=32,
+                                   max_sequence_length=16)
+    classifier = models.BertClassifier(backbone, preprocessor=data.BertPreprocessor(tokenizer, 16),
+                                       labels=["great", "other"], pooling="mean")
+    texts, labels = ["good good", "bad", "good", "bad bad"] * 4, ["great", "other"] * 8
+    splits = {"train": (texts, labels), "validation": (texts[:4], labels[:4])}
+    args = argparse.Namespace(batch_size=8, head_steps=3, head_learning_rate=1e-2)
+    encoder = [w.numpy() for w in backbone.weights]
+    head = classifier.output_dense.kernel.numpy()
+    finetune_classifier.train_head(classifier, args, splits, str(tmp_path / "head"))
+    assert int(classifier.optimizer.iterations) == 4  # 2 steps an epoch, at least 3 steps
+    for before, after in zip(encoder, backbone.weights, strict=True):
+        np.testing.assert_array_equal(before, after.numpy())
+    assert not np.array_equal(head, classifier.output_dense.kernel.numpy())
+    assert backbone.trainable and len(classifier.trainable_weights) > 2
 
 
 def test_dtype_policy_auto_takes_bfloat16_only_where_it_runs_natively(tmp_path, monkeypatch):
