@@ -91,9 +91,8 @@ def fit_stage(classifier, learning_rate, epochs, args, splits, log_dir):
     """`epochs` of `fit` with a linear warm-up/decay schedule; keeps the best validation epoch."""
     texts, labels = splits["train"]
     steps = epochs * math.ceil(len(texts) / args.batch_size)
-    classifier.compile(
-        optimizer=training.bert_adamw(training.LinearWarmupLinearDecay(learning_rate, steps // 10, steps))
-    )
+    schedule = training.LinearWarmupLinearDecay(learning_rate, steps // 10, steps)
+    classifier.compile(optimizer=training.bert_adamw(schedule))
     callbacks = [
         keras.callbacks.TensorBoard(log_dir),
         # The epoch with the best validation accuracy is kept (no early stop).
@@ -111,13 +110,19 @@ def train_head(classifier, args, splits, log_dir):
     Fine-tuning then starts from a head that already reads the pretrained
     features, instead of pulling the backbone towards a random head's
     gradients (Kumar et al., 2022, "Fine-Tuning can Distort Pretrained
-    Features").
+    Features"). The backbone's dropout stays on (Keras' `trainable=False`
+    freezes weights, not dropout): the head reads features as fine-tuning
+    will.
     """
-    classifier.backbone.trainable = False
-    steps_per_epoch = math.ceil(len(splits["train"][0]) / args.batch_size)
-    fit_stage(classifier, args.head_learning_rate, math.ceil(args.head_steps / steps_per_epoch),
-              args, splits, log_dir)
-    classifier.backbone.trainable = True
+    backbone = classifier.backbone
+    trainable = backbone.trainable
+    backbone.trainable = False
+    try:
+        steps_per_epoch = math.ceil(len(splits["train"][0]) / args.batch_size)
+        fit_stage(classifier, args.head_learning_rate,
+                  math.ceil(args.head_steps / steps_per_epoch), args, splits, log_dir)
+    finally:
+        backbone.trainable = trainable
 
 
 def train_classifier(backbone, preprocessor, args, splits, run_name, head_first=False):
@@ -158,8 +163,8 @@ def compare(args, examples, preprocessor, log_prefix=""):
             name = "from_scratch" if kind == "scratch" else kind
             if args.seeds > 1:
                 name = f"{kind}_seed{seed}"
-            model, accuracy = train_classifier(backbone, preprocessor, args, splits, log_prefix + name,
-                                               head_first=kind == "pretrained")
+            model, accuracy = train_classifier(backbone, preprocessor, args, splits,
+                                               log_prefix + name, head_first=kind == "pretrained")
             accuracies.append(accuracy)
             if classifier is None:
                 classifier = model  # the first pretrained run is exported
@@ -175,6 +180,7 @@ def compare(args, examples, preprocessor, log_prefix=""):
     result["pooling"] = args.pooling
     if args.head_steps:
         result["head_steps"] = args.head_steps
+        result["head_learning_rate"] = args.head_learning_rate
     return result, classifier
 
 
@@ -237,8 +243,10 @@ def main(argv=None):
         help="first train the pretrained run's new head alone, on the frozen backbone, for at "
         "least this many steps, then fine-tune everything (LP-FT); 0: fine-tune all from the start",
     )
-    parser.add_argument("--head-learning-rate", type=float, default=3e-3,
-                        help="peak learning rate of the head-only steps")
+    parser.add_argument(
+        "--head-learning-rate", type=float, default=3e-3,
+        help="peak of the head-only steps' linear warm-up/decay schedule (with --head-steps)",
+    )
     parser.add_argument("--export", default="saved_models/reviews", help='"" to export nothing')
     parser.add_argument("--logs", default="runs/finetune", help="TensorBoard logs")
     parser.add_argument("--skip-scratch", action="store_true", help="skip the from-scratch run")
@@ -260,6 +268,8 @@ def main(argv=None):
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
     if args.head_steps < 0:
         parser.error(f"--head-steps must be at least 0, got {args.head_steps}")
+    if args.head_learning_rate != parser.get_default("head_learning_rate") and not args.head_steps:
+        parser.error("--head-learning-rate sets the head-only steps: give --head-steps too")
     if args.learning_curve and min(args.learning_curve) < 10:
         parser.error(f"--learning-curve sizes must be at least 10, got {args.learning_curve}")
     if args.plot != parser.get_default("plot") and not args.learning_curve:

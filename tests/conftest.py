@@ -33,7 +33,8 @@ if _INTRA_OP_THREADS:
 # The longest test files of each pytest session of `make test`, longest first,
 # with their seconds in one worker (--durations=0, 2-core Xeon). pytest-xdist
 # hands whole files to the two workers in the order given
-# (--no-loadscope-reorder). Its own order, the files with the most tests
+# (--no-loadscope-reorder), each worker's next file as soon as it has a
+# couple of tests left. Its own order, the files with the most tests
 # first, left files of one or two long tests (the docs, the CLI, the resume
 # and multi-worker jobs) to the end, where one worker ran them while the other
 # sat idle: the last session took 682 s, and 631 s in this order (export and
@@ -75,9 +76,12 @@ def pytest_collection_modifyitems(config, items):
     """Orders the files as pytest-xdist hands them out (the Makefile passes
     --no-loadscope-reorder): `LONGEST_FILES` in their order, then xdist's own,
     the files with the most tests first. Tests keep their order within a file."""
-    counts = collections.Counter(item.location[0] for item in items)
-    rank = {path: i for i, path in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: (rank.get(item.location[0], len(rank)), -counts[item.location[0]]))
+    def path(item):
+        return item.nodeid.split("::")[0]  # what --dist loadfile groups by
+
+    counts = collections.Counter(path(item) for item in items)
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: (rank.get(path(item), len(rank)), -counts[path(item)]))
 
 
 @pytest.fixture(autouse=True)

@@ -148,7 +148,8 @@ def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp
         "pretrained_seed0", "pretrained_seed1"
     ]
     # The head's steps, then everything's.
-    assert sorted(p.name for p in (tmp_path / "logs" / "pretrained_seed0").iterdir()) == ["all", "head"]
+    stages = sorted(p.name for p in (tmp_path / "logs" / "pretrained_seed0").iterdir())
+    assert stages == ["all", "head"]
     for bad in (["--seeds", "0"], ["--train-examples", "0"], ["--head-steps", "-1"]):
         with pytest.raises(SystemExit):
             finetune_classifier.main(bad)
@@ -202,6 +203,9 @@ def test_head_steps_train_the_head_alone_and_leave_the_backbone_trainable(tmp_pa
         np.testing.assert_array_equal(before, after.numpy())
     assert not np.array_equal(head, classifier.output_dense.kernel.numpy())
     assert backbone.trainable and len(classifier.trainable_weights) > 2
+    # Fine-tuning then moves the backbone too.
+    finetune_classifier.fit_stage(classifier, 1e-2, 1, args, splits, str(tmp_path / "all"))
+    assert not np.array_equal(encoder[0], backbone.weights[0].numpy())
 
 
 def test_dtype_policy_auto_takes_bfloat16_only_where_it_runs_natively(tmp_path, monkeypatch):
