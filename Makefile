@@ -32,12 +32,13 @@ demo: $(STAMP)
 	@echo "SavedModel: saved_models/reviews/1   TensorBoard: tensorboard --logdir runs"
 
 # Test accuracy against the number of labelled reviews (docs/learning_curve.png
-# and .json): the demo's pretrained BERT, the same network from scratch and
-# TF-IDF, 3 seeds each. Pretrains first unless `make demo` already did.
+# and .json): the demo's pretrained BERT (its head trained alone first, then
+# everything), the same network from scratch and TF-IDF, 3 seeds each.
+# Pretrains first unless `make demo` already did.
 learning-curve: $(STAMP)
 	@test -f runs/bert_pretrain/backbone.keras || $(PRETRAIN_BERT)
 	$(BIN)/python examples/finetune_classifier.py --pretrained runs/bert_pretrain \
-		--learning-curve 100 300 1000 --seeds 3 --min-steps 200 --pooling mean --export "" \
+		--learning-curve 100 300 1000 --seeds 3 --min-steps 200 --head-steps 200 --pooling mean --export "" \
 		--logs runs/learning_curve --plot docs/learning_curve.png
 
 # Test processes (pytest-xdist; each test file stays in one process, so module
