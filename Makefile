@@ -43,9 +43,10 @@ learning-curve: $(STAMP)
 
 # Test processes (pytest-xdist; each test file stays in one process, so module
 # fixtures are built once). TEST_WORKERS=0 runs everything in this process.
-# Files go to the workers in the order tests/conftest.py gives them
-# (--no-loadscope-reorder): the longest first (a measured list), so that no
-# session ends with one worker running a long file alone while the other idles.
+# Files go to the workers in the order of tests/file_order.py
+# (--no-loadscope-reorder): in the last two sessions the longest first (a
+# measured list), so that no session ends with one worker running a long file
+# alone while the other idles; the first keeps xdist's order.
 TEST_WORKERS ?= 2
 
 # The suite runs as three pytest sessions, each with fresh worker processes:

@@ -8,7 +8,7 @@ replays the durations of one measured run instead, through the rule of
 file, and its next file as soon as it has two tests or fewer left; files go
 out in the order given. It compares xdist's own order (the files with the most
 tests first), the order before (two example files first, then xdist's) and
-the order of `tests/conftest.py` (`LONGEST_FILES` first).
+the order of `tests/file_order.py` (`LONGEST_FILES` first).
 
     pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=0 tests/export tests/data > run.log
     pytest -q --collect-only tests/export tests/data | grep :: > ids.txt
@@ -19,23 +19,17 @@ session is longer by them (about 20 s).
 """
 
 import argparse
-import ast
 import collections
 import pathlib
 import re
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests import file_order  # noqa: E402  (no TensorFlow)
+
 # What tests/conftest.py put first before LONGEST_FILES (2026-11-27).
 PREVIOUS_FIRST = ("tests/examples/test_bert_examples.py", "tests/examples/test_seq2seq_examples.py")
-
-
-def longest_files():
-    """`LONGEST_FILES` of tests/conftest.py, read without importing it (and TensorFlow)."""
-    tree = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "LONGEST_FILES":
-            return ast.literal_eval(node.value)
-    raise SystemExit("tests/conftest.py has no LONGEST_FILES")
 
 
 def durations_by_file(ids_path, log_path):
@@ -74,12 +68,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     files = durations_by_file(args.ids, args.log)
     counts = {name: len(tests) for name, tests in files.items()}
-    rank = {name: i for i, name in enumerate(longest_files())}
     orders = {
         "xdist's (most tests first)": sorted(files, key=lambda f: -counts[f]),
         "the one before (the two example files first)": sorted(
             files, key=lambda f: (f not in PREVIOUS_FIRST, -counts[f])),
-        "tests/conftest.py's": sorted(files, key=lambda f: (rank.get(f, len(rank)), -counts[f])),
+        "tests/file_order.py's": sorted(files, key=file_order.order_key(counts)),
     }
     total = sum(map(sum, files.values()))
     print(f"{len(files)} files, {total:.0f} s of tests: {total / 2:.0f} s on 2 workers at best")

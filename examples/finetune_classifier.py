@@ -81,16 +81,24 @@ def texts_and_labels(examples):
     return [t for t, _ in examples], [datasets.FINE_FOOD_LABELS[y] for _, y in examples]
 
 
-def epochs_for(examples, args):
+def steps_per_epoch(examples, args):
+    return math.ceil(examples / args.batch_size)
+
+
+def epochs_for(examples, args, steps):
+    """Epochs of `examples` that take at least `steps` optimizer steps (at least 1)."""
+    return max(1, math.ceil(steps / steps_per_epoch(examples, args)))
+
+
+def finetuning_epochs(examples, args):
     """`--epochs`, or more to reach `--min-steps` optimizer steps on few examples."""
-    steps_per_epoch = math.ceil(examples / args.batch_size)
-    return max(args.epochs, math.ceil(args.min_steps / steps_per_epoch)), steps_per_epoch
+    return max(args.epochs, epochs_for(examples, args, args.min_steps))
 
 
 def fit_stage(classifier, learning_rate, epochs, args, splits, log_dir):
     """`epochs` of `fit` with a linear warm-up/decay schedule; keeps the best validation epoch."""
     texts, labels = splits["train"]
-    steps = epochs * math.ceil(len(texts) / args.batch_size)
+    steps = epochs * steps_per_epoch(len(texts), args)
     schedule = training.LinearWarmupLinearDecay(learning_rate, steps // 10, steps)
     classifier.compile(optimizer=training.bert_adamw(schedule))
     callbacks = [
@@ -118,9 +126,8 @@ def train_head(classifier, args, splits, log_dir):
     trainable = backbone.trainable
     backbone.trainable = False
     try:
-        steps_per_epoch = math.ceil(len(splits["train"][0]) / args.batch_size)
-        fit_stage(classifier, args.head_learning_rate,
-                  math.ceil(args.head_steps / steps_per_epoch), args, splits, log_dir)
+        epochs = epochs_for(len(splits["train"][0]), args, args.head_steps)
+        fit_stage(classifier, args.head_learning_rate, epochs, args, splits, log_dir)
     finally:
         backbone.trainable = trainable
 
@@ -134,8 +141,8 @@ def train_classifier(backbone, preprocessor, args, splits, run_name, head_first=
     if head_first and args.head_steps:
         train_head(classifier, args, splits, os.path.join(log_dir, "head"))
         log_dir = os.path.join(log_dir, "all")
-    fit_stage(classifier, args.learning_rate, epochs_for(len(splits["train"][0]), args)[0], args,
-              splits, log_dir)
+    fit_stage(classifier, args.learning_rate, finetuning_epochs(len(splits["train"][0]), args),
+              args, splits, log_dir)
     return classifier, classifier.evaluate(*splits["test"], batch_size=args.batch_size,
                                            return_dict=True, verbose=0)["accuracy"]
 
@@ -176,7 +183,7 @@ def compare(args, examples, preprocessor, log_prefix=""):
     result["majority_baseline"] = float(max(test_labels.mean(), 1 - test_labels.mean()))
     result["tfidf_logistic_regression"] = tfidf_baseline(examples["train"], examples["test"])
     result["train_examples"] = len(examples["train"])
-    result["epochs"] = epochs_for(len(examples["train"]), args)[0]
+    result["epochs"] = finetuning_epochs(len(examples["train"]), args)
     result["pooling"] = args.pooling
     if args.head_steps:
         result["head_steps"] = args.head_steps
