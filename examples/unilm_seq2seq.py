@@ -60,8 +60,14 @@ def parse_args(argv):
     parser.add_argument("--epochs", type=int, default=4, help="fine-tuning epochs")
     parser.add_argument("--max-train-pairs", type=int, default=None)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--masking-rate", type=float, default=0.7,
-                        help="share of target tokens masked in fine-tuning (UniLM: 0.7)")
+    parser.add_argument(
+        "--fine-tuning", default="masked", choices=["masked", "pseudo-masked"],
+        help="masked: UniLM's, --masking-rate of the target masked and predicted; "
+        "pseudo-masked: s2s-ft's (UniLMv2), every target token predicted from the real ones "
+        "before it, as decoding does (data.unilm_pseudo_masked_dataset)",
+    )
+    parser.add_argument("--masking-rate", type=float, default=None,
+                        help="share of target tokens masked in --fine-tuning masked (UniLM: 0.7)")
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--eval-pairs", type=int, default=None, help="test verses scored")
     parser.add_argument("--classifier-epochs", type=int, default=2)
@@ -70,7 +76,13 @@ def parse_args(argv):
                         help="held-out sentence beginnings continued at two temperatures")
     parser.add_argument("--output", default="runs/unilm")
     parser.add_argument("--export", default=None, help="SavedModel directory")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.masking_rate is not None and args.fine_tuning == "pseudo-masked":
+        parser.error("--masking-rate is for --fine-tuning masked: pseudo-masks predict every "
+                     "target token")
+    if args.masking_rate is None and args.fine_tuning == "masked":
+        args.masking_rate = 0.7
+    return args
 
 
 def adamw(learning_rate, steps):
@@ -192,7 +204,8 @@ def main(argv=None):
     pretrain_seconds = time.time() - started
     results = {"options": {name: getattr(args, name) for name in (
         "pretrained", "preset", "pretrain_steps", "lm_steps", "lm_sequence_length",
-        "lm_learning_rate", "lm_batch_size", "epochs", "learning_rate", "masking_rate")}}
+        "lm_learning_rate", "lm_batch_size", "epochs", "learning_rate", "fine_tuning",
+        "masking_rate")}}
     # The language model as pretrained, before the seq2seq fine-tuning
     # (not counted in train_seconds).
     model_ppl, unigram_ppl = perplexities(model, tokenizer, args)
@@ -206,11 +219,18 @@ def main(argv=None):
 
     finetune_began = time.time()
     pairs = datasets.read_text_pairs("bible_archaic_modern", "train")[: args.max_train_pairs]
-    train = data.unilm_finetuning_dataset(
-        tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs, strict=True)))),
-        tokenizer, args.sequence_length, masking_rate=args.masking_rate,
-        batch_size=args.batch_size, shuffle_buffer=len(pairs),
-    ).map(models.unilm_batch)
+    pair_dataset = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs, strict=True))))
+    if args.fine_tuning == "pseudo-masked":
+        train = data.unilm_pseudo_masked_dataset(
+            pair_dataset, tokenizer, args.sequence_length, batch_size=args.batch_size,
+            shuffle_buffer=len(pairs),
+        )
+    else:
+        train = data.unilm_finetuning_dataset(
+            pair_dataset, tokenizer, args.sequence_length, masking_rate=args.masking_rate,
+            batch_size=args.batch_size, shuffle_buffer=len(pairs),
+        )
+    train = train.map(models.unilm_batch)
     model.compile(optimizer=adamw(args.learning_rate, args.epochs * (len(pairs) // args.batch_size)))
     model.fit(train, epochs=args.epochs, verbose=2, shuffle=False,
               callbacks=[keras.callbacks.TensorBoard(os.path.join(logs, "finetune"))])

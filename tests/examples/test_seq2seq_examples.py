@@ -9,6 +9,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
+from examples import unilm_seq2seq
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -72,3 +74,11 @@ def test_unilm_seq2seq(tmp_path):
         top_k=tf.constant([40]), top_p=tf.constant([0.95]), seed=tf.constant([7], tf.int64),
         max_new_tokens=tf.constant([5]), repetition_penalty=tf.constant([1.2]))
     assert continued["lengths"].numpy()[0] <= 5
+
+
+def test_unilm_seq2seq_fine_tuning_options():
+    assert unilm_seq2seq.parse_args([]).masking_rate == 0.7  # the paper's, by default
+    pseudo = unilm_seq2seq.parse_args(["--fine-tuning", "pseudo-masked"])
+    assert pseudo.fine_tuning == "pseudo-masked" and pseudo.masking_rate is None
+    with pytest.raises(SystemExit):
+        unilm_seq2seq.parse_args(["--fine-tuning", "pseudo-masked", "--masking-rate", "0.5"])

@@ -216,21 +216,27 @@ def test_unilm_save_and_load(tmp_path):
 WORDS = [f"w{i}" for i in range(12)]
 
 
-def test_fine_tuning_learns_to_reverse_and_generation_reproduces_it():
-    """unilm_finetuning_dataset -> fit -> generate, end to end on a toy task."""
+@pytest.mark.parametrize("pipeline, steps", [
+    (data.unilm_finetuning_dataset, 300),  # the paper's: 70% of the target masked
+    # s2s-ft's pseudo-masks: every target token, each from the real ones before it;
+    # it left the plateau after about 600 steps here, the paper's after about 200.
+    (data.unilm_pseudo_masked_dataset, 1200),
+])
+def test_fine_tuning_learns_to_reverse_and_generation_reproduces_it(pipeline, steps):
+    """The fine-tuning pipeline -> fit -> generate, end to end on a toy task."""
     rng = np.random.default_rng(0)
     sources = [rng.choice(WORDS, size=rng.integers(2, 5)) for _ in range(768)]
     texts = [" ".join(s) for s in sources]
     reversed_texts = [" ".join(s[::-1]) for s in sources]
     tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + WORDS)
     pairs = tf.data.Dataset.from_tensor_slices((texts, reversed_texts))
-    batches = data.unilm_finetuning_dataset(pairs, tokenizer, 16, batch_size=32,
-                                            shuffle_buffer=768).map(models.unilm_batch)
+    batches = pipeline(pairs, tokenizer, 16, batch_size=32,
+                       shuffle_buffer=768).map(models.unilm_batch)
     keras.utils.set_random_seed(0)
     model = UniLM(UniLMBackbone(tokenizer.vocabulary_size(), 2, 4, 64, 128, dropout=0.0,
                                 max_sequence_length=32))
     model.compile(optimizer=keras.optimizers.Adam(2e-3))
-    model.fit(batches.repeat(), steps_per_epoch=300, epochs=1, verbose=0)
+    model.fit(batches.repeat(), steps_per_epoch=steps, epochs=1, verbose=0)
     test = [rng.choice(WORDS, size=4) for _ in range(16)]
     packed = data.BertPreprocessor(tokenizer, 8)(tf.constant([" ".join(s) for s in test]))
     for beam_size in (1, 3):
@@ -301,7 +307,7 @@ def test_a_left_to_right_batch_gives_one_masked_pass_per_position():
     for bad, error, message in [
         ({"mask_id": tf.fill([2], 40)}, ValueError, "mask_id"),
         ({"token_ids": tf.cast(tokens, tf.float32)}, TypeError, "token_ids"),
-        ({"segment_ids": tf.zeros_like(tokens)}, ValueError, "unexpected: \\['segment_ids'\\]"),
+        ({"masked_ids": tf.zeros_like(tokens)}, ValueError, "unexpected: \\['masked_ids'\\]"),
         ({"padding_mask": None}, ValueError, "missing: \\['padding_mask'\\]"),
         ({"token_ids": tf.ones((2, 41), tf.int32), "padding_mask": tf.ones((2, 41), tf.int32)},
          ValueError, "max_sequence_length"),
@@ -309,6 +315,54 @@ def test_a_left_to_right_batch_gives_one_masked_pass_per_position():
         inputs = {k: v for k, v in {**x, **bad}.items() if v is not None}
         with pytest.raises(error, match=message):
             model(inputs)
+
+
+def test_a_pseudo_masked_batch_gives_each_target_the_logits_of_its_decoding_step():
+    """`model(x)` on a pseudo-masked seq2seq batch: target `t` gets the logits of its
+    own seq2seq masked pass, and of `decoding_step` fed the real targets before it."""
+    model = unilm_model(dropout=0.3)
+    x = {"token_ids": TOKENS, "segment_ids": SEGMENTS, "padding_mask": PADDING,
+         "mask_id": tf.fill([2], MASK)}
+    logits = model(x)
+    assert logits.shape == (2, 10, 40) and logits.dtype == tf.float32
+    sources = tf.constant([[CLS, 10, 11, 12, SEP], [CLS, 13, SEP, 0, 0]])
+    state, context = model.initial_decoding_state(sources, tf.cast(sources > 0, tf.int32), 5,
+                                                  mask_id=MASK)
+    starts = [5, 3]  # each row's first target position
+    targets = [TOKENS[row, start:] for row, start in enumerate(starts)]
+    for m in range(5):
+        previous = tf.constant([int(t[m - 1]) if m else 0 for t in targets])
+        step, state = model.decoding_step(previous, m, state, context)
+        for row, start in enumerate(starts):
+            t = start + m
+            if not SEGMENTS[row, t] or not PADDING[row, t]:
+                continue  # past the row's target
+            masked = TOKENS[row].numpy().copy()
+            masked[t] = MASK
+            expected = model({
+                "token_ids": tf.constant([masked]), "segment_ids": SEGMENTS[row:row + 1],
+                "padding_mask": PADDING[row:row + 1], "objective": tf.constant([masks.SEQ2SEQ]),
+                "masked_positions": tf.constant([[t]]),
+            })[0, 0]
+            np.testing.assert_allclose(logits[row, t], expected, atol=2e-5, err_msg=(row, t))
+            np.testing.assert_allclose(logits[row, t], step[row], atol=2e-5, err_msg=(row, m))
+    assert not np.allclose(model(x, training=True), logits, atol=1e-3)  # dropout
+    # unilm_batch: every real target token is a label, the final [SEP] included.
+    _, labels, weights = models.unilm_batch(x)
+    np.testing.assert_array_equal(labels, TOKENS)
+    np.testing.assert_array_equal(weights, SEGMENTS * PADDING)
+    symbolic = model({name: keras.Input((10,), dtype="int32")
+                      for name in ("token_ids", "segment_ids", "padding_mask")}
+                     | {"mask_id": keras.Input((), dtype="int32")})
+    assert tuple(symbolic.shape) == (None, 10, 40) and symbolic.dtype == "float32"
+    for bad, error, message in [
+        ({"segment_ids": SEGMENTS * 2}, ValueError, "segment_ids"),
+        ({"mask_id": tf.fill([2], 40)}, ValueError, "mask_id"),
+        ({"masked_positions": tf.zeros((2, 1), tf.int32)}, ValueError,
+         "pseudo-masked seq2seq .* unexpected: \\['masked_positions'\\]"),
+    ]:
+        with pytest.raises(error, match=message):
+            model({**x, **bad})
 
 
 def test_left_to_right_lm_batches_train_under_mixed_precision():

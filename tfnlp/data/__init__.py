@@ -33,6 +33,7 @@ from tfnlp.data.unilm import (
     objective_counts,
     unilm_finetuning_dataset,
     unilm_pretraining_dataset,
+    unilm_pseudo_masked_dataset,
 )
 from tfnlp.data.vocabulary import (
     SPECIAL_TOKENS,
@@ -65,6 +66,7 @@ __all__ = [
     "read_texts",
     "read_tfrecords",
     "unilm_finetuning_dataset",
+    "unilm_pseudo_masked_dataset",
     "unilm_pretraining_dataset",
     "unilm_seq2seq_dataset",
     "write_tfrecords",

@@ -272,3 +272,62 @@ def unilm_finetuning_dataset(
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
     seeds = seeds.map(tf.autograph.experimental.do_not_convert(lambda pair: pair % (2**31 - 1)))
     return _prefetched(tf.data.Dataset.zip(seeds, batches).map(mask_targets))
+
+
+def unilm_pseudo_masked_dataset(
+    pairs,
+    tokenizer,
+    sequence_length,
+    batch_size=32,
+    shuffle_buffer=0,
+    seed=0,
+    drop_remainder=True,
+):
+    """Seq2seq fine-tuning batches with pseudo-masks: every target token is predicted.
+
+    `(source, target)` pairs are packed `[CLS] S [SEP] T [SEP]`
+    (`unilm_seq2seq_dataset`) and nothing is masked here: `UniLM` reads
+    such a batch (`segment_ids` and `mask_id`, no `objective`) as s2s-ft's
+    pseudo-masked fine-tuning of UniLMv2. The packed tokens are followed by
+    one `[MASK]` per position; the `[MASK]` at target position `t` sees the
+    source and the real target tokens before `t`, and predicts token `t`.
+    Each target is thus trained from the real tokens before it, exactly as
+    `UniLM.generate` predicts it, where `unilm_finetuning_dataset` (the
+    paper's recipe) hides a random 70% of the target and predicts each
+    hidden token from a context with `[MASK]`s in it.
+
+    Args:
+        pairs: `tf.data.Dataset` of `(source, target)` strings.
+        tokenizer: a `WordPieceTokenizer`.
+        sequence_length: int; twice as many positions go through the network.
+        batch_size: int.
+        shuffle_buffer: int (0: keep order).
+        seed: int, the shuffle's seed.
+        drop_remainder: bool.
+
+    Returns:
+        `tf.data.Dataset` of dicts of int32: `token_ids`, `segment_ids`,
+        `padding_mask` `(B, L)` and `mask_id` `(B,)` (the tokenizer's
+        `[MASK]`). Map with `tfnlp.models.unilm_batch` before `UniLM.fit`:
+        the labels are `token_ids`, weighted on the real target tokens.
+
+    Example:
+
+    >>> from tfnlp import data, datasets
+    >>> pairs = datasets.load_text_pairs("bible_archaic_modern", "validation").take(8)
+    >>> texts = [s for pair in pairs.as_numpy_iterator() for s in pair]
+    >>> vocab = data.learn_wordpiece_vocabulary(texts, 300, progress=False)
+    >>> batches = unilm_pseudo_masked_dataset(pairs, data.WordPieceTokenizer(vocab), 64,
+    ...                                       batch_size=4)
+    >>> {k: v.shape.as_list() for k, v in batches.element_spec.items()}
+    {'token_ids': [4, 64], 'segment_ids': [4, 64], 'padding_mask': [4, 64], 'mask_id': [4]}
+    """
+    batches = unilm_seq2seq_dataset(pairs, tokenizer, sequence_length, batch_size,
+                                    shuffle_buffer, seed, drop_remainder)
+    mask_id = tf.constant(tokenizer.mask_id, tf.int32)
+
+    @tf.autograph.experimental.do_not_convert
+    def add_mask_id(batch):
+        return {**batch, "mask_id": tf.fill(tf.shape(batch["token_ids"])[:1], mask_id)}
+
+    return _prefetched(batches.map(add_mask_id))

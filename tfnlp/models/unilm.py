@@ -38,6 +38,8 @@ from tfnlp.training.optimizers import bert_adamw
 UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
 # A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`): every token a target.
 LEFT_TO_RIGHT_INPUTS = ("token_ids", "padding_mask", "mask_id")
+# A pseudo-masked seq2seq batch (`tfnlp.data.unilm_pseudo_masked_dataset`).
+PSEUDO_MASKED_INPUTS = ("token_ids", "segment_ids", "padding_mask", "mask_id")
 
 
 def unilm_batch(batch):
@@ -48,8 +50,15 @@ def unilm_batch(batch):
     masked positions, weighted by `masked_weights` (0 on padded slots).
     For `tfnlp.data.left_to_right_lm_dataset` (no `objective`): labels are
     the tokens themselves, weighted by `padding_mask` except `[CLS]`, which
-    is given, not predicted.
+    is given, not predicted. For `tfnlp.data.unilm_pseudo_masked_dataset`
+    (no `objective`, with `segment_ids`): labels are the tokens, weighted
+    on the real target tokens (segment 1, the final `[SEP]` included).
     """
+    if _is_pseudo_masked_batch(batch):
+        x = {name: batch[name] for name in PSEUDO_MASKED_INPUTS}
+        weights = keras.ops.cast(batch["padding_mask"], "float32")
+        target = keras.ops.cast(keras.ops.greater(batch["segment_ids"], 0), "float32")
+        return x, batch["token_ids"], weights * target
     if _is_left_to_right_batch(batch):
         x = {name: batch[name] for name in LEFT_TO_RIGHT_INPUTS}
         weights = keras.ops.cast(batch["padding_mask"], "float32")
@@ -60,7 +69,12 @@ def unilm_batch(batch):
 
 
 def _is_left_to_right_batch(inputs):
+    """A left-to-right LM or a pseudo-masked seq2seq batch: logits at every position."""
     return isinstance(inputs, dict) and "objective" not in inputs and "mask_id" in inputs
+
+
+def _is_pseudo_masked_batch(inputs):
+    return _is_left_to_right_batch(inputs) and "segment_ids" in inputs
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -200,7 +214,8 @@ class UniLM(CallsBackboneLayers, Task):
         if _is_left_to_right_batch(inputs):
             inputs = self._checked_left_to_right_inputs(inputs)
             return self._left_to_right_logits(
-                inputs["token_ids"], inputs["padding_mask"], inputs["mask_id"], training=training
+                inputs["token_ids"], inputs["padding_mask"], inputs["mask_id"],
+                segment_ids=inputs.get("segment_ids"), training=training,
             )
         return super().call(inputs, training=training, mask=mask, **kwargs)
 
@@ -214,18 +229,25 @@ class UniLM(CallsBackboneLayers, Task):
     def _checked_left_to_right_inputs(self, inputs):
         with _checks.errors_without_input_dump():
             keys = set(inputs)
-            if keys != set(LEFT_TO_RIGHT_INPUTS):
+            if _is_pseudo_masked_batch(inputs):
+                expected = PSEUDO_MASKED_INPUTS
+                what = "A pseudo-masked seq2seq batch (`tfnlp.data.unilm_pseudo_masked_dataset`)"
+            else:
+                expected = LEFT_TO_RIGHT_INPUTS
+                what = "A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`)"
+            if keys != set(expected):
                 raise ValueError(
-                    f"A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`) holds "
-                    f"{', '.join(LEFT_TO_RIGHT_INPUTS)}; missing: "
-                    f"{sorted(set(LEFT_TO_RIGHT_INPUTS) - keys) or 'none'}, "
-                    f"unexpected: {sorted(keys - set(LEFT_TO_RIGHT_INPUTS)) or 'none'}."
+                    f"{what} holds {', '.join(expected)}; missing: "
+                    f"{sorted(set(expected) - keys) or 'none'}, "
+                    f"unexpected: {sorted(keys - set(expected)) or 'none'}."
                 )
             size = (self.backbone.vocabulary_size, "`vocabulary_size`")
+            specs = {"token_ids": ("BT", *size), "padding_mask": ("BT", None, None),
+                     "mask_id": ("B", *size)}
+            if "segment_ids" in inputs:
+                specs["segment_ids"] = ("BT", 2, "the two segments (0 source, 1 target)")
             return _checks.model_inputs(
-                inputs,
-                {"token_ids": ("BT", *size), "padding_mask": ("BT", None, None),
-                 "mask_id": ("B", *size)},
+                inputs, specs,
                 limits={"T": (self.backbone.max_sequence_length, "max_sequence_length")},
             )
 
@@ -306,29 +328,50 @@ class UniLM(CallsBackboneLayers, Task):
         scores = tf.gather(log_probs, token_ids[..., None], batch_dims=2)[..., 0]
         return tf.where(real, scores, 0.0)
 
-    def _left_to_right_logits(self, token_ids, padding_mask, mask_ids, training=None):
+    def _left_to_right_logits(self, token_ids, padding_mask, mask_ids, segment_ids=None,
+                              training=None):
         """float32 logits `(B, T, V)`: position `t` predicts `token_ids[:, t]` from `< t`.
 
         The pseudo-masked pass of `left_to_right_log_probs`, also what
         `fit` trains on a left-to-right LM batch (with dropout when
         training). `mask_ids` `(B,)` is each row's `[MASK]` token.
+
+        With `segment_ids` (`[CLS] S [SEP]` 0, `T [SEP]` 1) the pass is
+        seq2seq, as s2s-ft fine-tunes UniLMv2: the source is read
+        bidirectionally and seen by every token; target token `i` sees the
+        source and the targets up to itself; `[MASK]_t`, at position `t`
+        with the target segment's row, sees the tokens before `t` and
+        itself: what `decoding_step` computes for target `t`, for every
+        target in one pass.
         """
         token_ids = tf.cast(token_ids, tf.int32)
         real = tf.cast(padding_mask, tf.bool)
         length = tf.shape(token_ids)[1]
         positions = tf.broadcast_to(tf.range(length), tf.shape(token_ids))
         masks = tf.broadcast_to(tf.cast(mask_ids, tf.int32)[:, None], tf.shape(token_ids))
-        row = SEGMENT_ROWS[masks_lib.LEFT_TO_RIGHT][0]
-        x = self._embed_at(tf.concat([token_ids, masks], 1), tf.concat([positions, positions], 1),
-                           row)
-        x = self.backbone.embeddings_dropout(x, training=training)
         i = tf.range(length)
         causal = i[None, :] <= i[:, None]  # (T, T) real query i sees real key j <= i
         before = i[None, :] < i[:, None]  # [MASK]_t sees real keys j < t
         eye = tf.eye(length, dtype=tf.bool)  # ... and itself
-        top = tf.concat([causal, tf.zeros_like(causal)], 1)
-        bottom = tf.concat([before, eye], 1)
-        mask = tf.concat([top, bottom], 0)[None] & tf.tile(real, [1, 2])[:, None, :]
+        if segment_ids is None:
+            row = SEGMENT_ROWS[masks_lib.LEFT_TO_RIGHT][0]
+            top = tf.concat([causal, tf.zeros_like(causal)], 1)[None]
+        else:
+            target = tf.cast(segment_ids, tf.int32) > 0
+            source_row, target_row = SEGMENT_ROWS[masks_lib.SEQ2SEQ]
+            row = tf.concat([tf.where(target, target_row, source_row),
+                             tf.fill(tf.shape(token_ids), target_row)], 1)
+            # A source token sees the source; a target token also the targets up to itself.
+            seen = ~target[:, None, :] | (target[:, :, None] & causal[None])  # (B, T, T)
+            top = tf.concat([seen, tf.zeros_like(seen)], 2)
+        x = self._embed_at(tf.concat([token_ids, masks], 1), tf.concat([positions, positions], 1),
+                           row)
+        x = self.backbone.embeddings_dropout(x, training=training)
+        bottom = tf.concat([before, eye], 1)[None]
+        batch = tf.shape(token_ids)[:1]
+        top = tf.broadcast_to(top, tf.concat([batch, [length, 2 * length]], 0))
+        bottom = tf.broadcast_to(bottom, tf.concat([batch, [length, 2 * length]], 0))
+        mask = tf.concat([top, bottom], 1) & tf.tile(real, [1, 2])[:, None, :]
         for block in self.backbone.transformer_layers:
             x = block(x, attention_mask=mask, training=training)
         return self.masked_lm_head(x, masked_positions=length + positions)
@@ -345,7 +388,9 @@ class UniLM(CallsBackboneLayers, Task):
         """The backbone's embedding of tokens at explicit (per-example) positions."""
         backbone = self.backbone
         tokens = backbone.token_embedding(token_ids)
-        if tf.is_tensor(segment_row):  # one row per example
+        if tf.is_tensor(segment_row) and segment_row.shape.rank == 2:  # one row per token
+            rows = segment_row
+        elif tf.is_tensor(segment_row):  # one row per example
             rows = tf.broadcast_to(segment_row[:, None], tf.shape(token_ids))
         else:
             rows = tf.fill(tf.shape(token_ids), segment_row)
