@@ -67,7 +67,7 @@ def parse_args(argv):
         "before it, as decoding does (data.unilm_pseudo_masked_dataset)",
     )
     parser.add_argument("--masking-rate", type=float, default=None,
-                        help="share of target tokens masked in --fine-tuning masked (UniLM: 0.7)")
+                        help="share of target tokens masked in --fine-tuning masked (default and UniLM's: 0.7)")
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--eval-pairs", type=int, default=None, help="test verses scored")
     parser.add_argument("--classifier-epochs", type=int, default=2)

@@ -47,6 +47,8 @@ def builders(tokenizer, tmp_path_factory):
             shuffle_buffer=50),
         "unilm_finetuning_dataset": lambda: data.unilm_finetuning_dataset(
             pairs, tokenizer, 32, batch_size=4, seed=4),
+        "unilm_pseudo_masked_dataset": lambda: data.unilm_pseudo_masked_dataset(
+            pairs, tokenizer, 32, batch_size=4, shuffle_buffer=8, seed=7),
         "left_to_right_lm_dataset": lambda: data.left_to_right_lm_dataset(
             documents, tokenizer, 32, batch_size=4, seed=6, shuffle_buffer=50),
         "elmo_dataset": lambda: data.elmo_dataset(
@@ -58,7 +60,8 @@ def builders(tokenizer, tmp_path_factory):
 
 NAMES = ["next_sentence_pairs", "bert_pretraining_dataset", "classification_dataset",
          "classification_dataset, bucketed", "unilm_seq2seq_dataset", "encoder_decoder_dataset",
-         "unilm_pretraining_dataset", "unilm_finetuning_dataset", "left_to_right_lm_dataset",
+         "unilm_pretraining_dataset", "unilm_finetuning_dataset", "unilm_pseudo_masked_dataset",
+         "left_to_right_lm_dataset",
          "elmo_dataset", "read_tfrecords"]
 # Public functions of tfnlp.data that return no pipeline (or, static_tuning, take one).
 NOT_PIPELINES = {"build_word_vocabulary", "character_ids", "count_words", "learn_wordpiece_vocabulary",

@@ -84,6 +84,23 @@ def test_finetuning_masks_only_target_tokens(tokenizer):
     assert np.mean(masked_tokens == tokenizer.mask_id) > 0.7
 
 
+def test_pseudo_masked_batches_are_the_packed_pairs_with_the_mask_id(tokenizer):
+    pairs = datasets.load_text_pairs("bible_archaic_modern", "validation").take(10)
+    batches = list(data.unilm_pseudo_masked_dataset(pairs, tokenizer, 64, batch_size=4,
+                                                    drop_remainder=False))
+    plain = list(data.unilm_seq2seq_dataset(pairs, tokenizer, 64, batch_size=4,
+                                            drop_remainder=False))
+    assert [len(b["token_ids"]) for b in batches] == [4, 4, 2]
+    for batch, expected in zip(batches, plain, strict=True):
+        assert set(batch) == set(expected) | {"mask_id"}
+        for name, values in expected.items():
+            np.testing.assert_array_equal(batch[name], values)
+        np.testing.assert_array_equal(batch["mask_id"], tokenizer.mask_id)
+    x, labels, weights = models.unilm_batch(batches[0])
+    np.testing.assert_array_equal(labels, plain[0]["token_ids"])
+    np.testing.assert_array_equal(weights, plain[0]["segment_ids"] * plain[0]["padding_mask"])
+
+
 def test_finetuning_is_seeded_and_masks_anew_every_epoch(tokenizer):
     first, again = finetuning_batch(tokenizer, seed=4), finetuning_batch(tokenizer, seed=4)
     other = finetuning_batch(tokenizer, seed=5)

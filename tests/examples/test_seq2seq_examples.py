@@ -54,8 +54,8 @@ def test_unilm_seq2seq(tmp_path):
         "--max-train-pairs", "72", "--epochs", "1", "--eval-pairs", "8", "--beam-size", "2",
         "--source-length", "24", "--max-length", "16", "--sequence-length", "40",
         "--classifier-epochs", "0", "--perplexity-sentences", "64", "--lm-steps", "3",
-        "--lm-sequence-length", "24",
-    )
+        "--lm-sequence-length", "24", "--fine-tuning", "pseudo-masked",
+    )  # the masked fine-tuning: tests/models/test_unilm.py and the docs' UniLM block
     assert result["copy_source"]["bleu"] > 30  # the two English versions share most words
     for name in ("copy_source", "greedy", "beam2", "beam2_trigram_blocking"):
         assert set(result[name]) == {"bleu", "rouge1", "rouge2", "rougeL"}
@@ -65,6 +65,7 @@ def test_unilm_seq2seq(tmp_path):
     assert all(len(lines) == 3 and all(" | " in line for line in lines)
                for lines in samples.values())
     assert result["options"]["lm_steps"] == 3 and result["options"]["lm_sequence_length"] == 24
+    assert result["options"]["fine_tuning"] == "pseudo-masked"
     for phase in ("pretrain", "left_to_right", "finetune"):
         assert list((tmp_path / "logs" / phase).rglob("events.out.tfevents.*")), phase
     outputs = served(tmp_path, ["And God said, Let there be light: and there was light.", ""])

@@ -358,6 +358,9 @@ def test_a_pseudo_masked_batch_gives_each_target_the_logits_of_its_decoding_step
     for bad, error, message in [
         ({"segment_ids": SEGMENTS * 2}, ValueError, "segment_ids"),
         ({"mask_id": tf.fill([2], 40)}, ValueError, "mask_id"),
+        # An LM batch with segment ids would train nothing: refused.
+        ({"segment_ids": tf.zeros_like(SEGMENTS)}, tf.errors.InvalidArgumentError,
+         "needs target tokens"),
         ({"masked_positions": tf.zeros((2, 1), tf.int32)}, ValueError,
          "pseudo-masked seq2seq .* unexpected: \\['masked_positions'\\]"),
     ]:

@@ -293,8 +293,10 @@ def unilm_pseudo_masked_dataset(
     source and the real target tokens before `t`, and predicts token `t`.
     Each target is thus trained from the real tokens before it, exactly as
     `UniLM.generate` predicts it, where `unilm_finetuning_dataset` (the
-    paper's recipe) hides a random 70% of the target and predicts each
-    hidden token from a context with `[MASK]`s in it.
+    paper's recipe) hides a random `masking_rate` (0.7) of the target and
+    predicts each hidden token from a context with `[MASK]`s in it. The
+    network reads twice the sequence: a step costs about 1.7 times one of
+    `unilm_finetuning_dataset` (`docs/results.md`).
 
     Args:
         pairs: `tf.data.Dataset` of `(source, target)` strings.

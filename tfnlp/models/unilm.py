@@ -99,6 +99,13 @@ class UniLM(CallsBackboneLayers, Task):
     `left_to_right_log_probs` (with dropout in training); `unilm_batch`
     makes its labels and weights.
 
+    Pseudo-masked seq2seq fine-tuning (s2s-ft's, instead of the masked
+    targets above): a batch of `tfnlp.data.unilm_pseudo_masked_dataset`
+    (`token_ids`, `segment_ids`, `padding_mask`, `mask_id`, no
+    `objective`) also gives logits `(B, T, V)`: each target token predicted
+    from the source and the real targets before it, as `decoding_step`
+    predicts it.
+
     Generation (`generate`), as UniLM decodes: the source `[CLS] S [SEP]` is
     encoded once into per-layer key/value caches (seq2seq objective); each
     step appends the previous token and a `[MASK]` after the target prefix,
@@ -205,8 +212,9 @@ class UniLM(CallsBackboneLayers, Task):
 
     def _assert_input_compatibility(self, arg_0):
         # Keras (3.15: `Layer.__call__`) checks every call against the
-        # Functional inputs; a left-to-right LM batch has inputs of its own,
-        # checked in `call` and `compute_output_spec`.
+        # Functional inputs; a left-to-right LM batch and a pseudo-masked
+        # seq2seq batch have inputs of their own, checked in `call` and
+        # `compute_output_spec`.
         if not _is_left_to_right_batch(arg_0):
             super()._assert_input_compatibility(arg_0)
 
@@ -363,6 +371,14 @@ class UniLM(CallsBackboneLayers, Task):
                              tf.fill(tf.shape(token_ids), target_row)], 1)
             # A source token sees the source; a target token also the targets up to itself.
             seen = ~target[:, None, :] | (target[:, :, None] & causal[None])  # (B, T, T)
+            # Without targets, every token would be source and the loss 0.
+            check = tf.debugging.assert_equal(
+                tf.reduce_all(tf.reduce_any(target & real, axis=1)), True,
+                message="A pseudo-masked seq2seq batch needs target tokens (segment_ids 1) in "
+                "every row; a left-to-right LM batch has no segment_ids",
+            )
+            with tf.control_dependencies([check]):
+                seen = tf.identity(seen)
             top = tf.concat([seen, tf.zeros_like(seen)], 2)
         x = self._embed_at(tf.concat([token_ids, masks], 1), tf.concat([positions, positions], 1),
                            row)
@@ -385,7 +401,11 @@ class UniLM(CallsBackboneLayers, Task):
     # --- Decoding ---
 
     def _embed_at(self, token_ids, positions, segment_row):
-        """The backbone's embedding of tokens at explicit (per-example) positions."""
+        """The backbone's embedding of tokens at explicit (per-example) positions.
+
+        `segment_row` is one row (int) for all tokens, one per example
+        `(B,)`, or one per token `(B, S)`.
+        """
         backbone = self.backbone
         tokens = backbone.token_embedding(token_ids)
         if tf.is_tensor(segment_row) and segment_row.shape.rank == 2:  # one row per token
