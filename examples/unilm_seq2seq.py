@@ -66,8 +66,10 @@ def parse_args(argv):
         "pseudo-masked: s2s-ft's (UniLMv2), every target token predicted from the real ones "
         "before it, as decoding does (data.unilm_pseudo_masked_dataset)",
     )
-    parser.add_argument("--masking-rate", type=float, default=None,
-                        help="share of target tokens masked in --fine-tuning masked (default and UniLM's: 0.7)")
+    parser.add_argument(
+        "--masking-rate", type=float, default=None,
+        help="share of target tokens masked in --fine-tuning masked (default and UniLM's: 0.7)",
+    )
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--eval-pairs", type=int, default=None, help="test verses scored")
     parser.add_argument("--classifier-epochs", type=int, default=2)

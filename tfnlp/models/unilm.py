@@ -383,10 +383,8 @@ class UniLM(CallsBackboneLayers, Task):
         x = self._embed_at(tf.concat([token_ids, masks], 1), tf.concat([positions, positions], 1),
                            row)
         x = self.backbone.embeddings_dropout(x, training=training)
-        bottom = tf.concat([before, eye], 1)[None]
-        batch = tf.shape(token_ids)[:1]
-        top = tf.broadcast_to(top, tf.concat([batch, [length, 2 * length]], 0))
-        bottom = tf.broadcast_to(bottom, tf.concat([batch, [length, 2 * length]], 0))
+        # `top` is (1, T, 2T) left to right, one per example (B, T, 2T) in seq2seq.
+        bottom = tf.broadcast_to(tf.concat([before, eye], 1)[None], tf.shape(top))
         mask = tf.concat([top, bottom], 1) & tf.tile(real, [1, 2])[:, None, :]
         for block in self.backbone.transformer_layers:
             x = block(x, attention_mask=mask, training=training)
