@@ -129,3 +129,14 @@ def test_a_version_appears_whole_or_not_at_all(tmp_path, monkeypatch):
     replaced = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["good"]))
     expected = tf.nn.softmax(other(_preprocessor()(tf.constant(["good"]))))
     np.testing.assert_allclose(replaced["probabilities"], expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("setting", [{"jit_compile": "yes"}, {"sampling": 1}])
+def test_seq2seq_export_refuses_a_switch_that_is_not_a_bool(tmp_path, setting):
+    model = models.TransformerSeq2Seq(SIZE, num_encoder_layers=1, num_decoder_layers=1,
+                                      hidden_dim=8, num_heads=2, intermediate_dim=16)
+    tokenizer = data.WordPieceTokenizer(VOCABULARY)
+    name = next(iter(setting))
+    with pytest.raises(ValueError, match=f"`{name}` must be True or False"):
+        export.export_seq2seq(model, tokenizer, tokenizer, str(tmp_path / "m"), 8, 8, **setting)
+    assert not (tmp_path / "m").exists()

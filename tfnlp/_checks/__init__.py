@@ -13,6 +13,7 @@ the functions are not part of its API.
 from tfnlp._checks.arguments import (
     MAX_TEXT_BYTES,
     activation,
+    boolean,
     finite_float,
     fraction,
     initializer,
@@ -31,6 +32,7 @@ from tfnlp._checks.inputs import (
     has_positions,
     ids_in_range,
     in_symbolic_scope,
+    integer_tensor,
     last_dim,
     model_inputs,
     positions_in_range,
@@ -41,6 +43,7 @@ from tfnlp._checks.inputs import (
 __all__ = [
     "MAX_TEXT_BYTES",
     "activation",
+    "boolean",
     "errors_without_input_dump",
     "finite_float",
     "fraction",
@@ -49,6 +52,7 @@ __all__ = [
     "in_symbolic_scope",
     "initializer",
     "integer",
+    "integer_tensor",
     "is_int",
     "last_dim",
     "max_input_bytes",

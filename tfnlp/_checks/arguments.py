@@ -8,6 +8,7 @@ setting fails where it is given, not deep inside TensorFlow.
 import numbers
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 
@@ -95,6 +96,14 @@ def positive_float(name, value, allow_none=False):
     ):
         raise ValueError(f"`{name}` must be a positive number, got {value!r}.")
     return float(value)
+
+
+def boolean(name, value, note=None):
+    """Returns `value` as a bool if it is `True` or `False` (NumPy's too); `note` says more."""
+    if not isinstance(value, (bool, np.bool_)):
+        extra = f" {note}" if note else ""
+        raise ValueError(f"`{name}` must be True or False{extra}, got {value!r}.")
+    return bool(value)
 
 
 def tied_embedding(token_embedding, vocabulary_size):

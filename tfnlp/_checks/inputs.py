@@ -25,6 +25,26 @@ except ImportError:  # a Keras without it: check everything
         return False
 
 
+def integer_tensor(name, value, shape, dtype_error=ValueError, unknown_rank=False):
+    """`value` as an int32 tensor of `shape` (e.g. `"(B, T)"`: its rank), or an error naming `name`.
+
+    A non-integer dtype raises `dtype_error` (ValueError, or TypeError where
+    the function's contract says so); another rank a ValueError, an unknown
+    one too unless `unknown_rank` (then checked where the tensor is used).
+    """
+    value = tf.convert_to_tensor(value)
+    rank = len([d for d in shape.strip("()").split(",") if d.strip()])
+    if not value.dtype.is_integer:
+        raise dtype_error(
+            f"`{name}` must be an int tensor of shape {shape}, got {value.dtype.name} {value.shape}."
+        )
+    if value.shape.rank != rank and not (unknown_rank and value.shape.rank is None):
+        raise ValueError(
+            f"`{name}` must be an int tensor of shape {shape}, got {value.dtype.name} {value.shape}."
+        )
+    return tf.cast(value, tf.int32)
+
+
 def last_dim(name, shape):
     """Returns the static last dimension of `shape`, or raises naming `name`."""
     if shape is None or len(shape) < 2 or shape[-1] is None:

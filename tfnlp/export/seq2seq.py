@@ -89,8 +89,7 @@ class Seq2SeqServingModule(tf.Module):
                  max_length=None, beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0,
                  jit_compile=False):
         super().__init__(name="seq2seq_serving")
-        if not isinstance(jit_compile, bool):
-            raise ValueError(f"`jit_compile` must be True or False at export, got {jit_compile!r}.")
+        _checks.boolean("jit_compile", jit_compile, note="at export")
         if not isinstance(model, (TransformerSeq2Seq, UniLM)):
             raise ValueError(
                 f"`model` must be a TransformerSeq2Seq or a UniLM, got {type(model).__name__}."
@@ -273,8 +272,7 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
     module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
                                   max_length, beam_size, length_penalty, no_repeat_ngram_size,
                                   jit_compile)
-    if not isinstance(sampling, bool):
-        raise ValueError(f"`sampling` must be True or False, got {sampling!r}.")
+    _checks.boolean("sampling", sampling)
     return save(module, export_dir, version, module.signatures(sampling), warmup_batch_sizes)
 
 

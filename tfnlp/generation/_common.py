@@ -49,12 +49,9 @@ def resolve_jit_compile(jit_compile):
 
 
 def check_start_ids(start_ids):
-    start_ids = tf.convert_to_tensor(start_ids)
-    if not start_ids.dtype.is_integer:
-        raise TypeError(f"`start_ids` must be integer token ids, got {start_ids.dtype.name}.")
-    if start_ids.shape.rank is not None and start_ids.shape.rank != 1:
-        raise ValueError(f"`start_ids` must have shape (B,), got {start_ids.shape}.")
-    return tf.cast(start_ids, tf.int32)
+    """`start_ids` as int32 `(B,)`: a TypeError for another dtype, a ValueError for another rank."""
+    return _checks.integer_tensor("start_ids", start_ids, "(B,)", dtype_error=TypeError,
+                                  unknown_rank=True)
 
 
 def checked_step(step_fn, end_id):

@@ -1,6 +1,5 @@
 """Beam search over a cached step function, in one `tf.while_loop`."""
 
-import numpy as np
 import tensorflow as tf
 
 from tfnlp import _checks
@@ -111,10 +110,8 @@ def beam_search(
     if tf.is_tensor(early_stopping):  # a bool scalar, e.g. a signature's input
         if early_stopping.dtype != tf.bool or early_stopping.shape.rank != 0:
             raise ValueError(f"`early_stopping` must be a bool scalar, got {early_stopping!r}.")
-    elif isinstance(early_stopping, (bool, np.bool_)):
-        early_stopping = bool(early_stopping)
     else:
-        raise ValueError(f"`early_stopping` must be True or False, got {early_stopping!r}.")
+        early_stopping = _checks.boolean("early_stopping", early_stopping)
     alpha = _common.check_length_penalty(length_penalty)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]

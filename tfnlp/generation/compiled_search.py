@@ -22,13 +22,7 @@ def check_source(token_ids, padding_mask, name):
     unknown when traced are compared when run (a `tf.debugging` assertion,
     which XLA compiles out).
     """
-    token_ids = tf.convert_to_tensor(token_ids)
-    if not token_ids.dtype.is_integer or token_ids.shape.rank != 2:
-        raise ValueError(
-            f"`{name}` must be an int tensor of shape (B, S), got "
-            f"{token_ids.dtype.name} {token_ids.shape}."
-        )
-    token_ids = tf.cast(token_ids, tf.int32)
+    token_ids = _checks.integer_tensor(name, token_ids, "(B, S)")
     if padding_mask is None:
         return token_ids, tf.ones_like(token_ids)
     padding_mask = tf.convert_to_tensor(padding_mask)
@@ -76,8 +70,7 @@ def decoding_options(beam_size, temperature=None, top_k=None, top_p=None, seed=N
 
 def check_stream(stream, beam_size):
     """Refuses a non-bool `stream`, and streaming with beam search."""
-    if not isinstance(stream, bool):
-        raise ValueError(f"`stream` must be True or False, got {stream!r}.")
+    _checks.boolean("stream", stream)
     if stream and beam_size != 1:
         raise ValueError(
             f"Streaming decodes one hypothesis per sequence: `beam_size` must be 1, got "

@@ -4,6 +4,8 @@ import collections
 import math
 import unicodedata
 
+from tfnlp import _checks
+
 # CJK ideograph blocks, the ranges BERT's basic tokenizer splits one character at a time.
 _CJK_RANGES = (
     (0x4E00, 0x9FFF),
@@ -193,8 +195,7 @@ def corpus_bleu_details(
     >>> details["brevity_penalty"], details["hypothesis_length"], details["reference_length"]
     (1.0, 6, 6)
     """
-    if isinstance(max_order, bool) or not isinstance(max_order, int) or max_order < 1:
-        raise ValueError(f"`max_order` must be an int >= 1, got {max_order!r}.")
+    max_order = _checks.positive_int("max_order", max_order)
     _check_tokenize(tokenize)
     reference_lists, hypotheses = _check_corpus(references, hypotheses)
 

@@ -312,12 +312,7 @@ class UniLM(CallsBackboneLayers, Task):
         Returns:
             float32 `(B, T)`; 0 at padding.
         """
-        token_ids = tf.convert_to_tensor(token_ids)
-        if not token_ids.dtype.is_integer or token_ids.shape.rank != 2:
-            raise ValueError(
-                "`token_ids` must be an int tensor of shape (B, T), got "
-                f"{token_ids.dtype.name} {token_ids.shape}."
-            )
+        token_ids = _checks.integer_tensor("token_ids", token_ids, "(B, T)")
         generation_common.check_arguments(1, 0, mask_id=mask_id)
         token_ids = tf.cast(self._checked_ids("token_ids", token_ids, mask_id=mask_id), tf.int32)
         if padding_mask is None:
