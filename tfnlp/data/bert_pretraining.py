@@ -143,8 +143,8 @@ def next_sentence_pairs(documents, tokenizer, segment_length, seed=0, shuffle_bu
 
 
 # Documents packed per step of the sequential `Dataset.scan` that packs the
-# corpus: one document per step packed short texts (20,000 Bible verses, on a
-# 2-core CPU) 3-4x slower.
+# corpus: one document per step packs short texts several times slower
+# (benchmarks/README.md, "Input pipelines", packing).
 _DOCUMENTS_PER_STEP = 64
 
 

@@ -118,8 +118,8 @@ class MaskedLMHead(keras.layers.Layer):
             gathered = tf.gather(inputs, masked_positions, batch_dims=1)  # (B, P, H)
         hidden = self._norm(self._transform(gathered))
         # One 2-D matmul: a (B, P, H) x (V, H) batched matmul would broadcast
-        # the vocabulary matrix and reduce a per-batch gradient of it (measured
-        # 11% slower per BERT-mini training step).
+        # the vocabulary matrix and reduce a per-batch gradient of it (slower:
+        # benchmarks/README.md, BERT section, "The masked-LM head's product").
         flat = tf.reshape(hidden, [-1, tf.shape(hidden)[-1]])  # (B * P, H)
         if self.token_embedding is not None:
             kernel = _vocabulary.embedding_table(self.token_embedding, hidden.dtype)
