@@ -76,6 +76,8 @@ def parse_args(argv):
     parser.add_argument("--perplexity-sentences", type=int, default=2000)
     parser.add_argument("--samples", type=int, default=3,
                         help="held-out sentence beginnings continued at two temperatures")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="weights, dropout, masks and the order of the pairs")
     parser.add_argument("--output", default="runs/unilm")
     parser.add_argument("--export", default=None, help="SavedModel directory")
     args = parser.parse_args(argv)
@@ -188,7 +190,7 @@ def classify(backbone, tokenizer, args):
 def main(argv=None):
     args = parse_args(argv)
     os.makedirs(args.output, exist_ok=True)
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(args.seed)
     started = time.time()
     tokenizer, backbone = start(args)
     model = models.UniLM(backbone)
@@ -196,18 +198,19 @@ def main(argv=None):
     if args.pretrain_steps:
         batches = data.unilm_pretraining_dataset(
             datasets.load_documents("en_novels", "train").repeat(), tokenizer, 128,
-            batch_size=args.batch_size).map(models.unilm_batch)
+            batch_size=args.batch_size, seed=args.seed).map(models.unilm_batch)
         fit_phase(model, batches, args.learning_rate, args.pretrain_steps, logs, "pretrain")
     if args.lm_steps:
         batches = data.left_to_right_lm_dataset(
             datasets.load_documents("en_novels", "train").repeat(), tokenizer,
-            args.lm_sequence_length, batch_size=args.lm_batch_size).map(models.unilm_batch)
+            args.lm_sequence_length, batch_size=args.lm_batch_size,
+            seed=args.seed).map(models.unilm_batch)
         fit_phase(model, batches, args.lm_learning_rate, args.lm_steps, logs, "left_to_right")
     pretrain_seconds = time.time() - started
     results = {"options": {name: getattr(args, name) for name in (
         "pretrained", "preset", "pretrain_steps", "lm_steps", "lm_sequence_length",
         "lm_learning_rate", "lm_batch_size", "epochs", "learning_rate", "fine_tuning",
-        "masking_rate")}}
+        "masking_rate", "seed")}}
     # The language model as pretrained, before the seq2seq fine-tuning
     # (not counted in train_seconds).
     model_ppl, unigram_ppl = perplexities(model, tokenizer, args)
@@ -225,12 +228,12 @@ def main(argv=None):
     if args.fine_tuning == "pseudo-masked":
         train = data.unilm_pseudo_masked_dataset(
             pair_dataset, tokenizer, args.sequence_length, batch_size=args.batch_size,
-            shuffle_buffer=len(pairs),
+            shuffle_buffer=len(pairs), seed=args.seed,
         )
     else:
         train = data.unilm_finetuning_dataset(
             pair_dataset, tokenizer, args.sequence_length, masking_rate=args.masking_rate,
-            batch_size=args.batch_size, shuffle_buffer=len(pairs),
+            batch_size=args.batch_size, shuffle_buffer=len(pairs), seed=args.seed,
         )
     train = train.map(models.unilm_batch)
     model.compile(optimizer=adamw(args.learning_rate, args.epochs * (len(pairs) // args.batch_size)))

@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
-from examples import unilm_seq2seq
+from examples import compare_seq2seq, unilm_seq2seq
+from tfnlp import datasets, metrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -83,3 +84,34 @@ def test_unilm_seq2seq_fine_tuning_options():
     assert pseudo.fine_tuning == "pseudo-masked" and pseudo.masking_rate is None
     with pytest.raises(SystemExit):
         unilm_seq2seq.parse_args(["--fine-tuning", "pseudo-masked", "--masking-rate", "0.5"])
+
+
+@pytest.mark.slow
+def test_compare_seq2seq(tmp_path):
+    result = compare_seq2seq.main([
+        "--pairs", "bible_archaic_modern", "--layers", "2", "--hidden-dim", "32",
+        "--vocabulary-size", "300", "--source-length", "16", "--target-length", "16",
+        "--steps", "4", "--max-train-pairs", "64", "--eval-pairs", "6", "--beam-size", "2",
+        "--unilm-fine-tuning", "masked", "--lm-steps", "2", "--output", str(tmp_path),
+    ])  # pseudo-masked fine-tuning (the default) runs in test_unilm_seq2seq
+    assert json.loads((tmp_path / "results.json").read_text()) == json.loads(json.dumps(result))
+    test = datasets.read_text_pairs("bible_archaic_modern", "test")[:6]
+    assert result["copy_source_bleu"] == round(
+        metrics.corpus_bleu([t for _, t in test], [s for s, _ in test]), 2)
+    assert result["train_pairs"] == 64 and result["test_verses"] == 6
+    # One block of UniLM against one encoder and one decoder block: about the same size.
+    sizes = result["unilm"]["parameters"], result["transformer"]["parameters"]
+    assert 0.8 < sizes[0] / sizes[1] < 1.25, sizes
+    for name in ("transformer", "unilm"):
+        assert {"bleu_greedy", "bleu_beam2", "train_seconds"} <= set(result[name])
+        examples = result[name]["examples"]
+        assert [e["source"] for e in examples] == [s for s, _ in test[:3]]
+        assert all(isinstance(e["output"], str) for e in examples)
+
+
+def test_compare_seq2seq_refuses_an_odd_depth_and_a_bad_head_count():
+    assert compare_seq2seq.parse_args([]).layers == 4
+    with pytest.raises(SystemExit):
+        compare_seq2seq.parse_args(["--layers", "3"])
+    with pytest.raises(SystemExit):
+        compare_seq2seq.parse_args(["--hidden-dim", "100", "--num-heads", "3"])
