@@ -28,8 +28,9 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exports' ops)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = ["README.md", "docs/layers.md", "docs/data.md", "docs/models.md", "docs/training.md",
-         "docs/serving.md"]
+PAGES = ["README.md", "docs/layers.md", "docs/data.md", "docs/bert.md", "docs/transformer.md",
+         "docs/unilm.md", "docs/elmo.md", "docs/weights.md", "docs/generation.md",
+         "docs/training.md", "docs/serving.md"]
 ELSEWHERE = {"docs/own_data.md"}
 CLIENTS = ("localhost:8501", "localhost:8500")  # REST and gRPC ports of TF Serving
 TINY_ELMO = (', units=16, projection_dim=8, filters=((1, 8), (2, 8)), num_highway_layers=1, '
@@ -48,11 +49,13 @@ TINY = {
         ("sequence_length=128,", "sequence_length=32,"),
         ("max_predictions_per_seq=20, batch_size=32", "max_predictions_per_seq=4, batch_size=4"),
     ],
-    "docs/models.md": [
+    "docs/bert.md": [
         ('"bert_mini"', '"bert_tiny"'),
         ("steps_per_epoch=1000", "steps_per_epoch=2"),
         ('read_fine_food_reviews("train")', 'read_fine_food_reviews("train")[:32]'),
         ("BertPreprocessor(tokenizer, 128)", "BertPreprocessor(tokenizer, 32)"),
+    ],
+    "docs/transformer.md": [
         ('read_text_pairs("bible_en_es", "train")', 'read_text_pairs("bible_en_es", "train")[:200]'),
         ("(english, 8000)", "(english, 400)"),
         ("(spanish, 8000)", "(spanish, 400)"),
@@ -62,12 +65,18 @@ TINY = {
         ('from_architecture("transformer_small", en_size, es_size)',
          'from_architecture("transformer_small", en_size, es_size, num_encoder_layers=1, num_decoder_layers=1)'),
         ("max_length=48, beam_size=4", "max_length=6, beam_size=2"),
+    ],
+    "docs/unilm.md": [
         ('load_text_pairs("bible_archaic_modern", "train")',
          'load_text_pairs("bible_archaic_modern", "train").take(12)'),
         (".map(models.unilm_batch))", ".map(models.unilm_batch).take(2))"),
+    ],
+    "docs/elmo.md": [
         ("for s in d]", "for s in d][:100]"),
         ('dtype="mixed_bfloat16")', 'dtype="mixed_bfloat16"' + TINY_ELMO),
         ("bilm.fit(batches, epochs=3)", "bilm.fit(batches.take(2), epochs=1)"),
+    ],
+    "docs/weights.md": [
         ('from_architecture("bert_base", vocabulary_size=30522)', 'from_architecture("bert_tiny", vocabulary_size=300)'),
     ],
     "docs/training.md": [
@@ -93,7 +102,7 @@ def tiny(page, code, used):
 
 
 def write_checkpoints(directory):
-    """The files the checkpoint block of docs/models.md reads, small, in their formats."""
+    """The files the checkpoint block of docs/weights.md reads, small, in their formats."""
     import torch
     import transformers
 
@@ -180,6 +189,16 @@ def rest_stand_in(served):
     server = http.server.ThreadingHTTPServer(("localhost", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
+
+
+def test_every_python_fence_is_one_the_docs_test_reads():
+    # A ```py, ```Python or ```python3 block would be skipped by `python_blocks`.
+    for page in [ROOT / "README.md", *ROOT.glob("docs/*.md")]:
+        raw = page.read_text(encoding="utf-8")
+        fences = re.findall(r"^```(.*)$", raw, re.M)
+        odd = [f for f in fences if f.strip().lower().startswith("py") and f != "python"]
+        assert not odd, f"{page.name}: fences {odd} are not read as Python; write ```python"
+        assert raw.count("```python\n") == len(python_blocks(page.relative_to(ROOT).as_posix()))
 
 
 @pytest.mark.slow

@@ -102,6 +102,8 @@ def test_cli_alone_vocab_pretrain_mlm_finetune_evaluate_export_serve(tmp_path, c
 def _docs_block(page, marker):
     """The Python block of a docs page that follows `marker`."""
     text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    # tests/test_docs.py leaves this page to this file: a second block would run nowhere.
+    assert text.count("```python") == 1, f"docs/{page}: one Python block expected"
     after = text[text.index(marker):]
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
