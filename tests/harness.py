@@ -4,8 +4,10 @@
 eager call, symbolic (Functional) call, XLA-compiled call, `.keras` save/load
 with `safe_mode=True`, one `fit` step (compiled with XLA) that moves every
 trainable weight, and the `mixed_bfloat16` policy. `run_model_test` does the
-same for the tiny model of each family in `tests/families.py`, and checks
-that a float id input is refused naming it.
+same for the tiny model of each family in `tests/families.py` (its training
+step under the model's own compile settings; every family's whole step
+under XLA is `tests/training/test_tpu_readiness.py`'s), and checks that a
+float id input is refused naming it.
 """
 
 import json
