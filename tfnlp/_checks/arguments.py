@@ -98,6 +98,17 @@ def positive_float(name, value, allow_none=False):
     return float(value)
 
 
+def one_of(name, value, choices):
+    """Returns `value` if it is one of `choices` (shown in the error as given)."""
+    try:
+        allowed = value in choices
+    except TypeError:  # an unhashable value against a set or a dict's keys
+        allowed = False
+    if not allowed:
+        raise ValueError(f"`{name}` must be one of {choices}, got {value!r}.")
+    return value
+
+
 def boolean(name, value, note=None):
     """Returns `value` as a bool if it is `True` or `False` (NumPy's too); `note` says more."""
     if not isinstance(value, (bool, np.bool_)):

@@ -90,8 +90,7 @@ class WordPieceTokenizer(PreprocessingLayer):
         if len(set(vocabulary)) != len(vocabulary):
             raise ValueError("`vocabulary` has duplicated tokens.")
         max_input_bytes = _checks.max_input_bytes(max_input_bytes)
-        if normalization not in NORMALIZATIONS:
-            raise ValueError(f"`normalization` must be one of {NORMALIZATIONS}, got {normalization!r}.")
+        normalization = _checks.one_of("normalization", normalization, NORMALIZATIONS)
         self.vocabulary = vocabulary
         self.lower_case = bool(lower_case)
         self.max_input_bytes = max_input_bytes

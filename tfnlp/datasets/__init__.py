@@ -20,6 +20,7 @@ import zlib
 
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.data._tensors import dense_row as _dense_row
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
@@ -54,8 +55,7 @@ def list_datasets():
 
 
 def _check(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"`{name}` must be one of {tuple(allowed)}, got {value!r}.")
+    _checks.one_of(name, value, tuple(allowed))
 
 
 def _open(filename):

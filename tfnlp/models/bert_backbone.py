@@ -281,8 +281,7 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
             vocabulary_size: int (30,522 for Google's English vocabulary).
             **overrides: any other constructor argument.
         """
-        if architecture not in BERT_PRESETS:
-            raise ValueError(f"`architecture` must be one of {sorted(BERT_PRESETS)}, got {architecture!r}.")
+        _checks.one_of("architecture", architecture, sorted(BERT_PRESETS))
         config = copy.deepcopy(BERT_PRESETS[architecture])
         config.update(overrides)
         return cls(vocabulary_size=vocabulary_size, **config)

@@ -98,8 +98,7 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
             raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
         num_classes, labels = classifier_size(num_classes, labels)
         dropout = _checks.rate("dropout", dropout)
-        if pooling not in POOLINGS:
-            raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
+        pooling = _checks.one_of("pooling", pooling, POOLINGS)
         preprocessor = checked_preprocessor(
             preprocessor, backbone.vocabulary_size, backbone.max_sequence_length
         )

@@ -393,8 +393,7 @@ class ELMoBiLM(FromConfig, FromPresetAlias, Task):
             word_vocabulary_size: int.
             **overrides: any other constructor argument.
         """
-        if architecture not in ELMO_PRESETS:
-            raise ValueError(f"`architecture` must be one of {sorted(ELMO_PRESETS)}, got {architecture!r}.")
+        _checks.one_of("architecture", architecture, sorted(ELMO_PRESETS))
         return cls(word_vocabulary_size=word_vocabulary_size, **{**ELMO_PRESETS[architecture], **overrides})
 
     def get_config(self):

@@ -141,10 +141,8 @@ class TransformerClassifier(FromConfig, TextClassifier):
             raise ValueError(
                 f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
             )
-        if pooling not in POOLINGS:
-            raise ValueError(f"`pooling` must be one of {POOLINGS}, got {pooling!r}.")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"`activation` must be one of {ACTIVATIONS}, got {activation!r}.")
+        pooling = _checks.one_of("pooling", pooling, POOLINGS)
+        activation = _checks.one_of("activation", activation, ACTIVATIONS)
         dtype = kwargs.pop("dtype", None)
 
         # === Layers ===

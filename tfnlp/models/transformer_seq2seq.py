@@ -775,10 +775,7 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
             target_vocabulary_size: int or None (shared vocabulary).
             **overrides: any other constructor argument.
         """
-        if architecture not in TRANSFORMER_PRESETS:
-            raise ValueError(
-                f"`architecture` must be one of {sorted(TRANSFORMER_PRESETS)}, got {architecture!r}."
-            )
+        _checks.one_of("architecture", architecture, sorted(TRANSFORMER_PRESETS))
         config = copy.deepcopy(TRANSFORMER_PRESETS[architecture])
         config.update(overrides)
         return cls(source_vocabulary_size, target_vocabulary_size, **config)

@@ -5,6 +5,8 @@ import os
 
 import tensorflow as tf
 
+from tfnlp import _checks
+
 KINDS = ("auto", "default", "mirrored", "multi_worker", "tpu")
 
 
@@ -60,8 +62,7 @@ def strategy(kind="auto", tpu=None, devices=None):
     >>> strategy("default").num_replicas_in_sync
     1
     """
-    if kind not in KINDS:
-        raise ValueError(f"`kind` must be one of {KINDS}, got {kind!r}.")
+    _checks.one_of("kind", kind, KINDS)
     if devices is not None and kind not in ("auto", "mirrored"):
         raise ValueError(f"`devices` only applies to kind='mirrored', got kind={kind!r}.")
     if kind == "auto":

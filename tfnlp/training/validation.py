@@ -89,8 +89,7 @@ class ValidationEvaluation(keras.callbacks.Callback):
             raise ValueError(
                 f"`validation_data` must be a tf.data.Dataset, got {type(validation_data).__name__}."
             )
-        if mode not in MODES:
-            raise ValueError(f"`mode` must be one of {MODES}, got {mode!r}.")
+        _checks.one_of("mode", mode, MODES)
         if restore_best and not directory:
             raise ValueError("`restore_best` needs `directory` (where the best weights are kept).")
         self.validation_data = validation_data
