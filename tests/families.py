@@ -102,6 +102,17 @@ def _batch(family, rng):
     raise ValueError(family)
 
 
+def id_input(x):
+    """The name of the first id input of a family's batch `x`, and a function that replaces it.
+
+    `x` is a dict of inputs, or ELMo's character ids alone.
+    """
+    if not isinstance(x, dict):
+        return "character_ids", lambda value: value
+    name = next(k for k in ("token_ids", "encoder_token_ids") if k in x)
+    return name, lambda value: {**x, name: value}
+
+
 def first_batch(family, seed=0):
     """`(x, y, sample_weight)` of the first batch of `batches(family, seed=seed)` (weight None if none)."""
     x, y, *weights = _batch(family, np.random.default_rng(seed))

@@ -129,10 +129,11 @@ def run_layer_test(
 
 def _wrong_dtype(inputs):
     """The inputs with their first id input as float32, and that input's name."""
-    if not isinstance(inputs, dict):
-        return inputs.astype("float32"), "character_ids"
-    name = next(k for k in ("token_ids", "encoder_token_ids") if k in inputs)
-    return {**inputs, name: inputs[name].astype("float32")}, name
+    from tests import families
+
+    name, replaced = families.id_input(inputs)
+    ids = inputs[name] if isinstance(inputs, dict) else inputs
+    return replaced(ids.astype("float32")), name
 
 
 def run_model_test(family):

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import families
 from tfnlp import data, layers, models
 
 V = 30  # vocabulary size of the tiny models
@@ -757,3 +758,20 @@ def test_only_tfnlps_own_errors_are_spared_keras_argument_dump():
         with pytest.raises(ValueError) as info, _checks.errors_without_input_dump():
             action()
         assert getattr(info.value, "_keras_call_info_injected", False) is ours
+
+
+@pytest.mark.parametrize("family", families.FAMILIES)
+def test_every_family_names_its_id_input_when_its_rank_or_range_is_wrong(family):
+    # The registry's side of the table above: a new family gets these cases
+    # by being registered (its float ids: tests/models/test_model_harness.py).
+    model = families.model(family)
+    x, _, _ = families.first_batch(family)
+    name, replaced = families.id_input(x)
+    ids = np.array(x[name] if isinstance(x, dict) else x)
+    rank = ids.ndim
+    with pytest.raises(ValueError, match=rf"^`{name}` must have shape \(B, .*\) \(rank {rank}\), "
+                                         rf"got shape \({', '.join(map(str, ids.shape[1:]))},?\)\.$"):
+        model(replaced(ids[0]))
+    ids.flat[0] = 10_000
+    with pytest.raises(ValueError, match=rf"^`{name}` must be in \[0, \d+\) \(`\w+`\), got 10000\.$"):
+        model(replaced(ids))
