@@ -16,7 +16,10 @@ James -> modern English) and reports corpus BLEU on held-out books:
 Both read one WordPiece vocabulary learned from both sides of the training
 pairs (cased, accents kept), batches of `--batch-size` pairs, `--steps`
 optimizer steps of AdamW with 10% linear warm-up and linear decay to the
-same peak, dropout 0.1, the same seed. BLEU is `tfnlp.metrics.corpus_bleu`
+same peak, dropout 0.1, the same seed. UniLM packs `[CLS] S [SEP] T [SEP]`
+into `--source-length + --target-length` tokens, cutting the longer side
+first, and decodes from sources cut at `--source-length`; the
+encoder-decoder cuts sources at `--source-length` in both. BLEU is `tfnlp.metrics.corpus_bleu`
 on lower-cased words and punctuation, greedy and beam search, next to
 copying the source. Writes `results.json`.
 

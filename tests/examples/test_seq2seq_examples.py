@@ -93,7 +93,7 @@ def test_compare_seq2seq(tmp_path):
         "--vocabulary-size", "300", "--source-length", "16", "--target-length", "16",
         "--steps", "4", "--max-train-pairs", "64", "--eval-pairs", "6", "--beam-size", "2",
         "--unilm-fine-tuning", "masked", "--lm-steps", "2", "--output", str(tmp_path),
-    ])  # pseudo-masked fine-tuning (the default) runs in test_unilm_seq2seq
+    ])
     assert json.loads((tmp_path / "results.json").read_text()) == json.loads(json.dumps(result))
     test = datasets.read_text_pairs("bible_archaic_modern", "test")[:6]
     assert result["copy_source_bleu"] == round(
@@ -107,6 +107,15 @@ def test_compare_seq2seq(tmp_path):
         examples = result[name]["examples"]
         assert [e["source"] for e in examples] == [s for s, _ in test[:3]]
         assert all(isinstance(e["output"], str) for e in examples)
+    # The default fine-tuning, UniLM alone.
+    pseudo = compare_seq2seq.main([
+        "--pairs", "bible_archaic_modern", "--models", "unilm", "--layers", "2",
+        "--hidden-dim", "32", "--vocabulary-size", "300", "--source-length", "16",
+        "--target-length", "16", "--steps", "2", "--max-train-pairs", "64", "--eval-pairs", "2",
+        "--beam-size", "2", "--output", str(tmp_path / "pseudo"),
+    ])
+    assert pseudo["options"]["unilm_fine_tuning"] == "pseudo-masked" and "transformer" not in pseudo
+    assert pseudo["unilm"]["parameters"] == result["unilm"]["parameters"]
 
 
 def test_compare_seq2seq_refuses_an_odd_depth_and_a_bad_head_count():

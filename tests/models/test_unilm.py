@@ -278,6 +278,8 @@ def test_left_to_right_scoring_checks_and_mixed_precision():
     with pytest.raises(ValueError, match=r"`token_ids` must be an int tensor of shape \(B, T\), "
                                          r"got float32"):
         model.left_to_right_log_probs(tf.cast(tokens, tf.float32), mask_id=MASK)
+    with pytest.raises(ValueError, match=r"`token_ids` must be in \[0, "):  # not 2**32 + 10 -> 10
+        model.left_to_right_log_probs(tf.constant([[CLS, 2**32 + 10, SEP]], tf.int64), mask_id=MASK)
     with pytest.raises(ValueError, match="mask_id"):
         model.left_to_right_log_probs(tokens, mask_id=-4)
     with pytest.raises(tf.errors.InvalidArgumentError, match="position table"):

@@ -109,9 +109,12 @@ def one_of(name, value, choices):
     return value
 
 
-def boolean(name, value, note=None):
-    """Returns `value` as a bool if it is `True` or `False` (NumPy's too); `note` says more."""
-    if not isinstance(value, (bool, np.bool_)):
+def boolean(name, value, note=None, numpy_bool=False):
+    """Returns `value` if it is `True` or `False` (a NumPy bool too if `numpy_bool`), as a bool.
+
+    `note` says more in the error, e.g. "at export".
+    """
+    if not isinstance(value, (bool, np.bool_) if numpy_bool else bool):
         extra = f" {note}" if note else ""
         raise ValueError(f"`{name}` must be True or False{extra}, got {value!r}.")
     return bool(value)

@@ -26,11 +26,12 @@ except ImportError:  # a Keras without it: check everything
 
 
 def integer_tensor(name, value, shape, dtype_error=ValueError, unknown_rank=False):
-    """`value` as an int32 tensor of `shape` (e.g. `"(B, T)"`: its rank), or an error naming `name`.
+    """`value` as an integer tensor of `shape` (e.g. `"(B, T)"`: its rank), or an error naming `name`.
 
     A non-integer dtype raises `dtype_error` (ValueError, or TypeError where
     the function's contract says so); another rank a ValueError, an unknown
     one too unless `unknown_rank` (then checked where the tensor is used).
+    The dtype is kept: range-check int64 ids before casting them to int32.
     """
     value = tf.convert_to_tensor(value)
     rank = len([d for d in shape.strip("()").split(",") if d.strip()])
@@ -42,7 +43,7 @@ def integer_tensor(name, value, shape, dtype_error=ValueError, unknown_rank=Fals
         raise ValueError(
             f"`{name}` must be an int tensor of shape {shape}, got {value.dtype.name} {value.shape}."
         )
-    return tf.cast(value, tf.int32)
+    return value
 
 
 def last_dim(name, shape):

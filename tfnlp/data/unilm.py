@@ -295,8 +295,8 @@ def unilm_pseudo_masked_dataset(
     `UniLM.generate` predicts it, where `unilm_finetuning_dataset` (the
     paper's recipe) hides a random `masking_rate` (0.7) of the target and
     predicts each hidden token from a context with `[MASK]`s in it. The
-    network reads twice the sequence: a step costs about 1.7 times one of
-    `unilm_finetuning_dataset` (`docs/results.md`).
+    network reads twice the sequence, so a step costs more than one of
+    `unilm_finetuning_dataset` (measured in `docs/results.md`).
 
     Args:
         pairs: `tf.data.Dataset` of `(source, target)` strings.

@@ -89,7 +89,7 @@ class Seq2SeqServingModule(tf.Module):
                  max_length=None, beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0,
                  jit_compile=False):
         super().__init__(name="seq2seq_serving")
-        _checks.boolean("jit_compile", jit_compile, note="at export")
+        jit_compile = _checks.boolean("jit_compile", jit_compile, note="at export")
         if not isinstance(model, (TransformerSeq2Seq, UniLM)):
             raise ValueError(
                 f"`model` must be a TransformerSeq2Seq or a UniLM, got {type(model).__name__}."

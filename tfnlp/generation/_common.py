@@ -50,8 +50,9 @@ def resolve_jit_compile(jit_compile):
 
 def check_start_ids(start_ids):
     """`start_ids` as int32 `(B,)`: a TypeError for another dtype, a ValueError for another rank."""
-    return _checks.integer_tensor("start_ids", start_ids, "(B,)", dtype_error=TypeError,
-                                  unknown_rank=True)
+    start_ids = _checks.integer_tensor("start_ids", start_ids, "(B,)", dtype_error=TypeError,
+                                       unknown_rank=True)
+    return tf.cast(start_ids, tf.int32)
 
 
 def checked_step(step_fn, end_id):

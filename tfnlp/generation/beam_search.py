@@ -111,7 +111,7 @@ def beam_search(
         if early_stopping.dtype != tf.bool or early_stopping.shape.rank != 0:
             raise ValueError(f"`early_stopping` must be a bool scalar, got {early_stopping!r}.")
     else:
-        early_stopping = _checks.boolean("early_stopping", early_stopping)
+        early_stopping = _checks.boolean("early_stopping", early_stopping, numpy_bool=True)
     alpha = _common.check_length_penalty(length_penalty)
     start_ids = _common.check_start_ids(start_ids)
     batch_size = tf.shape(start_ids)[0]

@@ -22,7 +22,7 @@ def check_source(token_ids, padding_mask, name):
     unknown when traced are compared when run (a `tf.debugging` assertion,
     which XLA compiles out).
     """
-    token_ids = _checks.integer_tensor(name, token_ids, "(B, S)")
+    token_ids = tf.cast(_checks.integer_tensor(name, token_ids, "(B, S)"), tf.int32)
     if padding_mask is None:
         return token_ids, tf.ones_like(token_ids)
     padding_mask = tf.convert_to_tensor(padding_mask)
