@@ -19,9 +19,9 @@ optimizer steps of AdamW with 10% linear warm-up and linear decay to the
 same peak, dropout 0.1, the same seed. UniLM packs `[CLS] S [SEP] T [SEP]`
 into `--source-length + --target-length` tokens, cutting the longer side
 first, and decodes from sources cut at `--source-length`; the
-encoder-decoder cuts sources at `--source-length` in both. BLEU is `tfnlp.metrics.corpus_bleu`
-on lower-cased words and punctuation, greedy and beam search, next to
-copying the source. Writes `results.json`.
+encoder-decoder cuts sources at `--source-length` in both. BLEU is
+`tfnlp.metrics.corpus_bleu` on lower-cased words and punctuation, greedy
+and beam search, next to copying the source. Writes `results.json`.
 
     python examples/compare_seq2seq.py --steps 3000
 """
@@ -134,24 +134,31 @@ def train_unilm(args, tokenizer, pairs):
     return model
 
 
-def generate(name, model, tokenizer, sources, args, beam_size):
-    """Decoded outputs of `sources` (a list of str), 64 at a time."""
+def source_batches(name, tokenizer, sources, args):
+    """`sources` (a list of str) encoded as each model reads them in training, 64 a batch.
+
+    The encoder-decoder's `S [SEP]` (`encoder_decoder_dataset`), UniLM's
+    `[CLS] S [SEP]` (as `unilm_seq2seq_dataset` packs the source).
+    """
+    if name == "transformer":
+        return [(b["encoder_token_ids"], b["encoder_padding_mask"]) for b in
+                data.encoder_decoder_dataset(
+                    tf.data.Dataset.from_tensor_slices((sources, sources)), tokenizer, tokenizer,
+                    args.source_length, 2, batch_size=64, drop_remainder=False)]
     preprocessor = data.BertPreprocessor(tokenizer, args.source_length)
+    packed = [preprocessor(tf.constant(sources[i : i + 64])) for i in range(0, len(sources), 64)]
+    return [(p["token_ids"], p["padding_mask"]) for p in packed]
+
+
+def generate(name, model, tokenizer, batches, args, beam_size):
+    """Decoded texts of `source_batches`' batches."""
     options = {"end_id": tokenizer.sep_id, "max_length": args.target_length,
                "beam_size": beam_size, "length_penalty": 0.6 if beam_size > 1 else 0.0}
+    options.update({"start_id": tokenizer.cls_id} if name == "transformer"
+                   else {"mask_id": tokenizer.mask_id})
     outputs = []
-    for begin in range(0, len(sources), 64):
-        chunk = sources[begin : begin + 64]
-        if name == "transformer":  # sources encoded as in training: `S [SEP]`
-            packed = next(iter(data.encoder_decoder_dataset(
-                tf.data.Dataset.from_tensor_slices((chunk, chunk)), tokenizer, tokenizer,
-                args.source_length, 2, batch_size=len(chunk), drop_remainder=False)))
-            result = model.generate(packed["encoder_token_ids"], packed["encoder_padding_mask"],
-                                    start_id=tokenizer.cls_id, **options)
-        else:  # `[CLS] S [SEP]`, as `unilm_seq2seq_dataset` packs the source
-            packed = preprocessor(tf.constant(chunk))
-            result = model.generate(packed["token_ids"], packed["padding_mask"],
-                                    mask_id=tokenizer.mask_id, **options)
+    for token_ids, padding_mask in batches:
+        result = model.generate(token_ids, padding_mask, **options)
         outputs += [t.decode() for t in tokenizer.detokenize(result["token_ids"]).numpy()]
     return outputs
 
@@ -176,8 +183,9 @@ def main(argv=None):
         model = trainers[name](args, tokenizer, train_pairs)
         result = {"parameters": model.count_params(),
                   "train_seconds": round(time.time() - started, 1)}
+        batches = source_batches(name, tokenizer, sources, args)
         for label, beam_size in (("greedy", 1), (f"beam{args.beam_size}", args.beam_size)):
-            hypotheses = generate(name, model, tokenizer, sources, args, beam_size)
+            hypotheses = generate(name, model, tokenizer, batches, args, beam_size)
             result[f"bleu_{label}"] = round(metrics.corpus_bleu(references, hypotheses), 2)
         result["examples"] = [{"source": s, "output": h, "reference": r} for s, h, r in
                               list(zip(sources, hypotheses, references, strict=True))[:3]]

@@ -103,14 +103,15 @@ def _batch(family, rng):
 
 
 def id_input(x):
-    """The name of the first id input of a family's batch `x`, and a function that replaces it.
+    """`(name, ids, replaced)`: the first id input of a family's batch `x`, its value, and a
+    function that gives `x` with that input replaced.
 
     `x` is a dict of inputs, or ELMo's character ids alone.
     """
     if not isinstance(x, dict):
-        return "character_ids", lambda value: value
+        return "character_ids", x, lambda value: value
     name = next(k for k in ("token_ids", "encoder_token_ids") if k in x)
-    return name, lambda value: {**x, name: value}
+    return name, x[name], lambda value: {**x, name: value}
 
 
 def first_batch(family, seed=0):

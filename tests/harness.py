@@ -131,8 +131,7 @@ def _wrong_dtype(inputs):
     """The inputs with their first id input as float32, and that input's name."""
     from tests import families
 
-    name, replaced = families.id_input(inputs)
-    ids = inputs[name] if isinstance(inputs, dict) else inputs
+    name, ids, replaced = families.id_input(inputs)
     return replaced(ids.astype("float32")), name
 
 

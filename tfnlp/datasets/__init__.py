@@ -54,10 +54,6 @@ def list_datasets():
     return sorted([*_DOCUMENT_FILES, *_BIBLE_PAIRS, "fine_food_reviews"])
 
 
-def _check(name, value, allowed):
-    _checks.one_of(name, value, tuple(allowed))
-
-
 def _open(filename):
     return gzip.open(os.path.join(DATA_DIR, filename), "rt", encoding="utf-8", newline="")
 
@@ -99,8 +95,8 @@ def read_documents(name, split):
     Returns:
         A list of documents, each a list of sentence strings.
     """
-    _check("name", name, _DOCUMENT_FILES)
-    _check("split", split, SPLITS)
+    _checks.one_of("name", name, tuple(_DOCUMENT_FILES))
+    _checks.one_of("split", split, tuple(SPLITS))
     documents = _read_documents(name)
     return [list(d) for d in documents if _hash_split("\n".join(d)) == split]
 
@@ -155,8 +151,8 @@ def read_text_pairs(name, split):
     Returns:
         A list of `(source, target)` tuples.
     """
-    _check("name", name, _BIBLE_PAIRS)
-    _check("split", split, SPLITS)
+    _checks.one_of("name", name, tuple(_BIBLE_PAIRS))
+    _checks.one_of("split", split, tuple(SPLITS))
     source, target = _BIBLE_PAIRS[name]
     return [
         (row[source], row[target])
@@ -210,7 +206,7 @@ def read_fine_food_reviews(split):
     Returns:
         A list of `(text, label)` tuples, label 1 = "great".
     """
-    _check("split", split, SPLITS)
+    _checks.one_of("split", split, tuple(SPLITS))
     rows = _read_fine_food_rows()
     if split == "test":
         chosen = [row for row in rows if row["split"] == "test"]
