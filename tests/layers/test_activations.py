@@ -172,3 +172,22 @@ def test_symbolic_and_ragged_inputs(tmp_path):
 def test_infinities():
     y = gelu(tf.constant([-np.inf, np.inf, np.nan], tf.float32)).numpy()
     assert np.isnan(y[0]) and y[1] == np.inf and np.isnan(y[2])
+
+
+def test_the_tanh_approximation_is_googles_and_keras_and_up_to_4_7e_4_from_the_exact_gelu(tmp_path):
+    x = tf.constant(X)
+    # google-research/bert modeling.py since 2019-02-07, in float64.
+    google = X * 0.5 * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (X + 0.044715 * X**3)))
+    np.testing.assert_allclose(activations.gelu_approximate(x).numpy(), google, rtol=1e-14, atol=1e-14)
+    x32 = tf.constant(X, tf.float32)
+    np.testing.assert_allclose(activations.gelu_approximate(x32).numpy(),
+                               keras.activations.gelu(x32, approximate=True).numpy(), atol=2e-6)
+    difference = np.abs(google - reference(X)[0]).max()
+    assert 4.6e-4 < difference < 4.8e-4
+    assert layers.gelu_approximate is activations.gelu_approximate
+    with pytest.raises(TypeError, match=r"`x` must be a floating-point tensor, got dtype int32"):
+        activations.gelu_approximate(tf.constant([1, 2]))
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation=activations.gelu_approximate)])
+    model.save(tmp_path / "gelu_approximate.keras")
+    loaded = keras.saving.load_model(tmp_path / "gelu_approximate.keras", safe_mode=True)
+    assert loaded.layers[0].activation is activations.gelu_approximate

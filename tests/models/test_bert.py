@@ -369,3 +369,22 @@ def test_from_preset_still_works_for_a_release_with_a_deprecation_warning(cls, a
     assert type(old) is cls
     assert {k: v for k, v in old.get_config().items() if k != "name"} == \
         {k: v for k, v in new.get_config().items() if k != "name"}
+
+
+def test_the_tanh_gelu_is_an_argument_kept_by_the_config_and_a_keras_file(tmp_path):
+    approximate = models.BertBackbone(60, 1, 2, 16, max_sequence_length=8, activation="gelu_approximate")
+    exact = models.BertBackbone.from_config({**approximate.get_config(), "activation": "gelu"})
+    exact.set_weights(approximate.get_weights())
+    pretrainer = models.BertPretrainer(approximate)
+    assert pretrainer.masked_lm_head.activation is layers.gelu_approximate  # as Google's cls/predictions
+    assert approximate.transformer_layers[0].activation is layers.gelu_approximate
+    x = {"token_ids": np.array([[2, 7, 9, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+         "padding_mask": np.ones((1, 4), "int32")}
+    assert np.abs(np.asarray(approximate(x)["sequence_output"]) - np.asarray(exact(x)["sequence_output"])).max() > 0
+    path = tmp_path / "approximate.keras"
+    pretrainer.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert restored.backbone.activation == "gelu_approximate"
+    assert_allclose(restored.backbone(x), approximate(x), atol=0.0)
+    with pytest.raises(ValueError, match=r"`activation` must be one of \('gelu', 'gelu_approximate'\)"):
+        models.BertBackbone(60, 1, 2, 16, activation="relu")

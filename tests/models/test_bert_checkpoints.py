@@ -55,8 +55,9 @@ def test_mismatches_are_all_reported_before_anything_changes(tmp_path):
     config = json.loads((tmp_path / "bert_config.json").read_text())
     config["intermediate_size"] = 128  # the checkpoint has 96
     (tmp_path / "bert_config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=r"\(6 problems\)") as error:  # 3 tensors x 2 layers
+    with pytest.raises(ValueError, match=r"\(7 problems\)") as error:  # the setting, 3 tensors x 2 layers
         models.load_google_checkpoint(str(tmp_path))
+    assert "intermediate_size=128 in the config, but the checkpoint's bert/encoder/layer_0/" in str(error.value)
     assert "layer_0/intermediate/dense/kernel: shape (64, 96)" in str(error.value)
     assert "layer_1/output/dense/kernel" in str(error.value)
 
@@ -243,12 +244,12 @@ def test_a_google_checkpoint_keeps_a_layer_norm_epsilon_other_than_berts(tmp_pat
 def test_config_values_tfnlp_cannot_compute_are_all_refused(tmp_path):
     _hugging_face_bert(tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
-    config.update(hidden_act="gelu_new", layer_norm_eps=0, position_embedding_type="relative_key",
+    config.update(hidden_act="quick_gelu", layer_norm_eps=0, position_embedding_type="relative_key",
                   is_decoder=True)
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError) as error:
         models.load_hugging_face_checkpoint(str(tmp_path))
-    for problem in ("hidden_act='gelu_new'", "layer_norm_eps=0 (must be a positive number)",
+    for problem in ("hidden_act='quick_gelu'", "layer_norm_eps=0 (must be a positive number)",
                     "position_embedding_type='relative_key'", "is_decoder=True"):
         assert problem in str(error.value)
 
@@ -291,3 +292,65 @@ def test_parity_with_hugging_face_on_six_heads_and_three_segment_types(tmp_path,
     ours = backbone(x)
     assert_allclose(ours["sequence_output"], expected.last_hidden_state.numpy(), atol=2e-5)
     assert_allclose(ours["pooled_output"], expected.pooler_output.numpy(), atol=2e-5)
+
+
+@pytest.mark.parametrize("hidden_act, activation", [
+    ("gelu", "gelu"), ("gelu_new", "gelu_approximate"), ("gelu_pytorch_tanh", "gelu_approximate"),
+    ("gelu_fast", "gelu_approximate"),
+])
+def test_parity_with_hugging_face_for_each_gelu_it_names(tmp_path, hidden_act, activation):
+    """Each `hidden_act` is computed as transformers computes it, at a scale where the two GELUs differ."""
+    torch = pytest.importorskip("torch")
+    reference = _hugging_face_bert(tmp_path / "small", hidden_act=hidden_act)
+    with torch.no_grad():  # feed-forward inputs of about +-2, where erf and tanh differ most
+        for layer in reference.encoder.layer:
+            layer.intermediate.dense.weight.mul_(10.0)
+    reference.save_pretrained(tmp_path, safe_serialization=True)
+    x = _three_segments()
+    with torch.no_grad():
+        expected = reference(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+        ).last_hidden_state.numpy()
+    backbone = models.load_hugging_face_checkpoint(str(tmp_path))
+    assert backbone.activation == activation
+    assert_allclose(backbone(x)["sequence_output"], expected, atol=1e-5)
+    other = "gelu" if activation == "gelu_approximate" else "gelu_approximate"
+    swapped = models.BertBackbone.from_config({**backbone.get_config(), "activation": other})
+    swapped.set_weights(backbone.get_weights())
+    assert np.abs(swapped(x)["sequence_output"].numpy() - expected).max() > 1e-4  # 2e-5 tells them apart
+
+
+@pytest.mark.parametrize("setting, argument, message", [
+    ("vocabulary_size", 301, "vocab_size=300 but the model has vocabulary_size=301"),
+    ("num_layers", 3, "num_hidden_layers=2 but the model has num_layers=3"),
+    ("num_heads", 4, "num_attention_heads=6 but the model has num_heads=4"),
+    ("hidden_dim", 48, "hidden_size=96 but the model has hidden_dim=48"),
+    ("intermediate_dim", 64, "intermediate_size=128 but the model has intermediate_dim=64"),
+    ("max_sequence_length", 64, "max_position_embeddings=32 but the model has max_sequence_length=64"),
+    ("num_segments", 2, "type_vocab_size=3 but the model has num_segments=2"),
+    ("layer_norm_epsilon", 1e-5, "layer_norm_eps=1e-12 but the model has layer_norm_epsilon=1e-05"),
+    ("activation", "gelu_approximate",
+     "hidden_act='gelu' computes activation='gelu' but the model has activation='gelu_approximate'"),
+])
+def test_a_backbone_that_differs_in_any_one_setting_is_refused_by_name(tmp_path, setting, argument, message):
+    _hugging_face_bert(tmp_path)
+    right = {"vocabulary_size": 300, "num_layers": 2, "num_heads": 6, "hidden_dim": 96,
+             "intermediate_dim": 128, "max_sequence_length": 32, "num_segments": 3}
+    wrong = models.BertBackbone(**{**right, setting: argument})
+    with pytest.raises(ValueError, match=r"does not describe this backbone \(1 problems\)") as error:
+        models.load_hugging_face_checkpoint(str(tmp_path), backbone=wrong)
+    assert message in str(error.value)
+
+
+def test_hugging_face_tensors_that_contradict_the_config_name_the_setting(tmp_path):
+    _hugging_face_bert(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "intermediate_size": 64, "vocab_size": 200}))
+    with pytest.raises(ValueError) as error:
+        models.load_hugging_face_checkpoint(str(tmp_path))
+    lines = str(error.value).splitlines()
+    assert lines[1].strip().startswith("vocab_size=200 in the config, but the checkpoint's "
+                                       "bert/embeddings/word_embeddings says 300")
+    assert lines[2].strip().startswith("intermediate_size=64 in the config")

@@ -252,3 +252,42 @@ def test_loading_into_a_backbone_lists_every_way_it_differs_from_the_config(tmp_
     assert unilm_checkpoints.load_unilm_checkpoint(path, config=CONFIG, backbone=right) is right
     x = {k: v for k, v in _unilm_inputs().items() if k != "masked_positions"}
     assert_allclose(right(x), unilm_checkpoints.load_unilm_checkpoint(path, config=CONFIG)(x), atol=0.0)
+
+
+@pytest.mark.parametrize("setting, argument, message", [
+    ("vocabulary_size", VOCAB + 1, f"vocab_size={VOCAB} but the model has vocabulary_size={VOCAB + 1}"),
+    ("num_layers", LAYERS + 1, f"num_hidden_layers={LAYERS} but the model has num_layers={LAYERS + 1}"),
+    ("num_heads", 2, f"num_attention_heads={HEADS} but the model has num_heads=2"),
+    ("hidden_dim", 2 * HIDDEN, f"hidden_size={HIDDEN} but the model has hidden_dim={2 * HIDDEN}"),
+    ("intermediate_dim", FFN + 8, f"intermediate_size={FFN} but the model has intermediate_dim={FFN + 8}"),
+    ("max_sequence_length", 2 * POSITIONS,
+     f"max_position_embeddings={POSITIONS} but the model has max_sequence_length={2 * POSITIONS}"),
+    ("layer_norm_epsilon", 1e-12, "layer_norm_eps=1e-05 but the model has layer_norm_epsilon=1e-12"),
+    ("activation", "gelu_approximate",
+     "hidden_act='gelu' computes activation='gelu' but the model has activation='gelu_approximate'"),
+])
+def test_a_backbone_that_differs_in_any_one_setting_is_refused_by_name(tmp_path, setting, argument, message):
+    path = _saved(tmp_path, _v1_state_dict())
+    right = {"vocabulary_size": VOCAB, "num_layers": LAYERS, "num_heads": HEADS, "hidden_dim": HIDDEN,
+             "intermediate_dim": FFN, "max_sequence_length": POSITIONS, "layer_norm_epsilon": 1e-5}
+    with pytest.raises(ValueError, match=r"does not describe this backbone \(1 problems\)") as error:
+        unilm_checkpoints.load_unilm_checkpoint(
+            path, config=CONFIG, backbone=models.UniLMBackbone(**{**right, setting: argument}))
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("key, value", [("vocab_size", VOCAB + 5), ("hidden_size", 2 * HIDDEN),
+                                        ("num_hidden_layers", LAYERS + 1), ("intermediate_size", FFN + 8),
+                                        ("max_position_embeddings", 2 * POSITIONS)])
+def test_a_config_the_tensors_contradict_names_the_setting(tmp_path, key, value):
+    path = _saved(tmp_path, _v1_state_dict())
+    with pytest.raises(ValueError, match="does not match this model") as error:
+        unilm_checkpoints.load_unilm_checkpoint(path, config={**CONFIG, key: value})
+    assert str(error.value).splitlines()[1].strip().startswith(f"{key}={value} in the config"), str(error.value)
+
+
+def test_a_v1_config_with_a_tanh_gelu_is_refused(tmp_path):
+    """unilm-v1's ACT2FN has one GELU, the exact one: a `gelu_new` config is not v1's model."""
+    with pytest.raises(ValueError, match="hidden_act='gelu_new'"):
+        unilm_checkpoints.load_unilm_checkpoint(
+            _saved(tmp_path, _v1_state_dict()), config={**CONFIG, "hidden_act": "gelu_new"})

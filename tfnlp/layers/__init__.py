@@ -1,7 +1,7 @@
 """tfnlp layers: the building blocks of every tfnlp model."""
 
 from tfnlp.layers import masks
-from tfnlp.layers.activations import gelu
+from tfnlp.layers.activations import gelu, gelu_approximate
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS, CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.highway import Highway
@@ -34,5 +34,6 @@ __all__ = [
     "TransformerDecoderBlock",
     "WordSoftmax",
     "gelu",
+    "gelu_approximate",
     "masks",
 ]

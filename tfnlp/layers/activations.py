@@ -1,4 +1,4 @@
-"""GELU with a written-out gradient, and the switch that puts it under Keras' "gelu"."""
+"""GELU with a written-out gradient, its tanh approximation, and the switch that puts GELU under Keras' "gelu"."""
 
 import math
 
@@ -7,6 +7,7 @@ import tensorflow as tf
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -66,6 +67,40 @@ def _gelu(x):
         return upstream * (cdf + x * density)
 
     return x * cdf, grad
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+def gelu_approximate(x):
+    """GELU's tanh approximation, `x (1 + tanh(√(2/π) (x + 0.044715 x³))) / 2`.
+
+    What google-research/bert's `modeling.py` computes for `"gelu"` since
+    2019-02-07 (commit bee6030; its October 2018 code computed the exact
+    erf form), Hugging Face's `"gelu_new"` / `"gelu_pytorch_tanh"` and
+    `keras.activations.gelu(x, approximate=True)`. It differs from the
+    exact `gelu` by up to about 4.7e-4 (near `|x| = 2`); which released
+    checkpoints were trained with which is in `docs/weights.md`.
+
+    Args:
+        x: a floating-point tensor, `tf.RaggedTensor` or symbolic
+            `keras.KerasTensor`.
+
+    Returns:
+        A tensor of the shape, dtype and kind of `x`.
+
+    Example:
+
+    >>> [round(float(v), 4) for v in gelu_approximate(tf.constant([-1.0, 0.0, 1.0]))]
+    [-0.1588, 0.0, 0.8412]
+    """
+    if isinstance(x, keras.KerasTensor):
+        return keras.layers.Activation(gelu_approximate, dtype=x.dtype)(x)
+    if isinstance(x, tf.RaggedTensor):
+        return tf.ragged.map_flat_values(gelu_approximate, x)
+    x = tf.convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype.name}.")
+    inner = tf.constant(_SQRT_2_OVER_PI, x.dtype) * (x + tf.constant(0.044715, x.dtype) * x * x * x)
+    return x * (0.5 + 0.5 * tf.tanh(inner))
 
 
 def fast(activation):

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from tfnlp import _checks
+from tfnlp.layers.activations import gelu_approximate
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
@@ -27,6 +28,11 @@ BERT_PRESETS = {
 }
 
 
+# `activation` -> what the blocks (and the masked-LM heads) compute: exact
+# GELU (erf), or the tanh approximation google-research/bert computes today.
+ACTIVATIONS = {"gelu": "gelu", "gelu_approximate": gelu_approximate}
+
+
 def input_specs(vocabulary_size, num_segments):
     """`{input: (shape, id bound, its name)}` of BERT-style inputs, see `_checks.model_inputs`."""
     return {
@@ -46,7 +52,8 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
     """BERT: token + segment + learned position embeddings and post-LN blocks.
 
     `embeddings = LayerNorm(token + segment + position)`, dropout, then
-    `num_layers` post-LN `TransformerBlock`s with GELU, and a pooler:
+    `num_layers` post-LN `TransformerBlock`s with GELU (exact, or its tanh
+    approximation), and a pooler:
     `tanh(Dense(sequence_output[:, 0]))`.
 
     Inputs (a dict, all int32 `(B, T)`, any `T <= max_sequence_length`):
@@ -75,6 +82,12 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         layer_norm_epsilon: float > 0, epsilon of every layer norm (the
             embeddings' and the blocks'); 1e-12 as Google released BERT,
             1e-5 in microsoft/unilm v1 and PyTorch's default.
+        activation: `"gelu"` (exact, with erf: Hugging Face's `"gelu"`,
+            Google's October 2018 code) or `"gelu_approximate"` (the tanh
+            form google-research/bert computes since February 2019), in
+            the blocks' feed-forward layers and the task models' masked-LM
+            transform. `docs/weights.md` says which released checkpoints
+            use which.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Example:
@@ -104,6 +117,7 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         max_sequence_length=512,
         num_segments=2,
         layer_norm_epsilon=1e-12,
+        activation="gelu",
         **kwargs,
     ):
         vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
@@ -117,6 +131,7 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         max_sequence_length = _checks.positive_int("max_sequence_length", max_sequence_length)
         num_segments = _checks.positive_int("num_segments", num_segments)
         layer_norm_epsilon = _checks.positive_float("layer_norm_epsilon", layer_norm_epsilon)
+        activation = _checks.one_of("activation", activation, tuple(ACTIVATIONS))
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
@@ -143,7 +158,7 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         self.embeddings_dropout = Dropout(dropout, dtype=dtype, name="embeddings_dropout")
         self.transformer_layers = [
             TransformerBlock(
-                num_heads, intermediate_dim, dropout=dropout, activation="gelu",
+                num_heads, intermediate_dim, dropout=dropout, activation=ACTIVATIONS[activation],
                 layer_norm_epsilon=layer_norm_epsilon, kernel_initializer=initializer, dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -174,6 +189,7 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.activation = activation
 
     def _checked_inputs(self, inputs, **position_inputs):
         """The inputs checked before Keras casts them (dtypes, shapes, id ranges).
@@ -300,5 +316,6 @@ class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
             "max_sequence_length": self.max_sequence_length,
             "num_segments": self.num_segments,
             "layer_norm_epsilon": self.layer_norm_epsilon,
+            "activation": self.activation,
         }
 

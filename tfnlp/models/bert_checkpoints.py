@@ -15,6 +15,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from tfnlp import _checks
 from tfnlp.models.bert_backbone import BertBackbone
 
 _LAYER = "bert/encoder/layer_{i}/"
@@ -24,20 +25,51 @@ _LAYER = "bert/encoder/layer_{i}/"
 # `layer_norm_eps`, Google's `bert_config.json` leaves it out.
 _EPSILON = 1e-12
 
+# `hidden_act` -> `BertBackbone`'s `activation`, as transformers' ACT2FN
+# computes each name (microsoft/unilm v1's "gelu" is exact too).
+HUGGING_FACE_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_python": "gelu",
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "gelu_fast": "gelu_approximate",
+}
+# google-research/bert's `get_activation("gelu")`: the tanh form since
+# 2019-02-07 (commit bee6030), erf before; docs/weights.md has which
+# released checkpoints each trained.
+GOOGLE_GELU = {"tanh": "gelu_approximate", "erf": "gelu"}
+# What `save_google_checkpoint` adds to `bert_config.json` so that its own
+# files load as they were saved; Google's and Hugging Face's code ignore it.
+_SAVED_GELU = "tfnlp_gelu"
 
-def unsupported_config_values(config):
+
+def _google_activations(config, gelu):
+    """`hidden_act` -> `activation` for a Google-format config read with `gelu`."""
+    if gelu is None:
+        gelu = config.get(_SAVED_GELU, "tanh")
+    _checks.one_of("gelu", gelu, tuple(GOOGLE_GELU))
+    return {"gelu": GOOGLE_GELU[gelu]}
+
+
+def unsupported_config_values(config, activations=None):
     """What in a BERT config (a dict) tfnlp's `BertBackbone` cannot compute, one line each.
 
     Args:
         config: a `config.json` / `bert_config.json` dict.
+        activations: `{hidden_act: BertBackbone activation}` the config's
+            format means (`HUGGING_FACE_ACTIVATIONS` when None).
 
     Returns:
         A list of strings, empty when the model can be read exactly.
     """
+    activations = HUGGING_FACE_ACTIVATIONS if activations is None else activations
     problems = []
     activation = config.get("hidden_act", "gelu")
-    if activation != "gelu":
-        problems.append(f"hidden_act={activation!r} (tfnlp's BERT uses exact GELU, 'gelu')")
+    if not isinstance(activation, str) or activation not in activations:
+        problems.append(
+            f"hidden_act={activation!r} (tfnlp's BERT computes GELU: this format's "
+            f"{', '.join(map(repr, activations))})"
+        )
     epsilon = config.get("layer_norm_eps", _EPSILON)
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not 0 < epsilon < math.inf:
         problems.append(f"layer_norm_eps={epsilon!r} (must be a positive number)")
@@ -53,14 +85,20 @@ def unsupported_config_values(config):
     return problems
 
 
-def backbone_config_from_google(config):
+def backbone_config_from_google(config, activations=None):
     """`bert_config.json` (a dict) -> `BertBackbone` constructor arguments.
+
+    Args:
+        config: the config dict.
+        activations: `{hidden_act: activation}` of the config's format
+            (`HUGGING_FACE_ACTIVATIONS` when None).
 
     Raises:
         ValueError: listing every value the backbone cannot compute (see
             `unsupported_config_values`).
     """
-    problems = unsupported_config_values(config)
+    activations = HUGGING_FACE_ACTIVATIONS if activations is None else activations
+    problems = unsupported_config_values(config, activations)
     if problems:
         raise ValueError(
             f"This BERT config has values tfnlp's BertBackbone does not support: {'; '.join(problems)}."
@@ -75,26 +113,30 @@ def backbone_config_from_google(config):
         "max_sequence_length": config["max_position_embeddings"],
         "num_segments": config.get("type_vocab_size", 2),
         "layer_norm_epsilon": config.get("layer_norm_eps", _EPSILON),
+        "activation": activations[config.get("hidden_act", "gelu")],
     }
 
 
-def config_mismatches(config, backbone):
+def config_mismatches(config, backbone, activations=None):
     """How a checkpoint's config differs from an existing `BertBackbone`, one line each.
 
     Compares every size (a wrong `num_attention_heads` keeps every weight's
     shape, so only the config can tell), the segment and position tables,
-    and the layer-norm epsilon (`layer_norm_eps`, 1e-12 when absent) with
-    the backbone's arguments; values no `BertBackbone` supports are listed
-    too.
+    the layer-norm epsilon (`layer_norm_eps`, 1e-12 when absent) and the
+    activation with the backbone's arguments; values no `BertBackbone`
+    supports are listed too.
 
     Args:
         config: the checkpoint's config dict.
         backbone: a `BertBackbone` (or subclass).
+        activations: `{hidden_act: activation}` of the config's format
+            (`HUGGING_FACE_ACTIVATIONS` when None).
 
     Returns:
         A list of strings, empty when the backbone is the checkpoint's model.
     """
-    problems = unsupported_config_values(config)
+    activations = HUGGING_FACE_ACTIVATIONS if activations is None else activations
+    problems = unsupported_config_values(config, activations)
     pairs = (
         ("vocab_size", None, "vocabulary_size"),
         ("num_hidden_layers", None, "num_layers"),
@@ -109,18 +151,61 @@ def config_mismatches(config, backbone):
         value = config.get(key, default)
         if value != getattr(backbone, attribute):
             problems.append(f"{key}={value!r} but the model has {attribute}={getattr(backbone, attribute)!r}")
+    act = config.get("hidden_act", "gelu")
+    if isinstance(act, str) and act in activations and activations[act] != backbone.activation:
+        problems.append(
+            f"hidden_act={act!r} computes activation={activations[act]!r} but the model has "
+            f"activation={backbone.activation!r}"
+        )
     return problems
 
 
-def _checked_backbone(config, backbone, path, backbone_cls=BertBackbone):
+def tensor_mismatches(config, weights):
+    """Config sizes the checkpoint's own tensors contradict, one line each, naming the setting.
+
+    A wrong `vocab_size`, `hidden_size`, `num_hidden_layers`,
+    `intermediate_size`, `max_position_embeddings` or `type_vocab_size`
+    otherwise shows only as tensors that do not fit; this says which
+    setting is wrong. (`num_attention_heads` changes no tensor's shape.)
+
+    Args:
+        config: the config dict.
+        weights: `{Google name: array}`.
+
+    Returns:
+        A list of strings, empty when the tensors agree with the config.
+    """
+    problems = []
+
+    def compare(key, name, axis, default=None):
+        tensor = weights.get(name)
+        value = config.get(key, default)
+        if tensor is not None and np.ndim(tensor) > axis and value != np.shape(tensor)[axis]:
+            problems.append(f"{key}={value!r} in the config, but the checkpoint's {name} says "
+                            f"{np.shape(tensor)[axis]}")
+
+    compare("vocab_size", "bert/embeddings/word_embeddings", 0)
+    compare("hidden_size", "bert/embeddings/word_embeddings", 1)
+    compare("max_position_embeddings", "bert/embeddings/position_embeddings", 0)
+    compare("type_vocab_size", "bert/embeddings/token_type_embeddings", 0, 2)
+    compare("intermediate_size", _LAYER.format(i=0) + "intermediate/dense/kernel", 1)
+    layers = {name[len("bert/encoder/layer_"):].split("/")[0] for name in weights
+              if name.startswith("bert/encoder/layer_")}
+    if layers and len(layers) != config.get("num_hidden_layers"):
+        problems.append(f"num_hidden_layers={config.get('num_hidden_layers')!r} in the config, but the "
+                        f"checkpoint has {len(layers)} layers (bert/encoder/layer_*)")
+    return problems
+
+
+def _checked_backbone(config, backbone, path, backbone_cls=BertBackbone, activations=None):
     """`backbone`, after comparing it with `config`; or a new `backbone_cls` built from `config`."""
     if backbone is None:
-        return backbone_cls(**backbone_config_from_google(config))
+        return backbone_cls(**backbone_config_from_google(config, activations))
     if not isinstance(backbone, backbone_cls):
         raise ValueError(
             f"`backbone` must be a {backbone_cls.__name__}, got {type(backbone).__name__}."
         )
-    problems = config_mismatches(config, backbone)
+    problems = config_mismatches(config, backbone, activations)
     if problems:
         raise ValueError(
             f"The checkpoint's config {path} does not describe this backbone "
@@ -282,8 +367,17 @@ def _backbone_weights_as_google(backbone, pretrainer=None):
     }
 
 
-def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
+def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None, gelu=None):
     """Builds a `BertBackbone` from Google's release format (or fills one).
+
+    Google's `bert_config.json` says `"hidden_act": "gelu"` for two
+    functions: google-research/bert's `modeling.py` computed GELU with erf
+    until 2019-02-07 and with its tanh approximation since (they differ by
+    up to 4.7e-4 per activation). `gelu` chooses; the default is what
+    Google's code computes today, which the 2019 whole-word-masking and
+    the 2020 small BERTs (BERT-Tiny to -Medium) were released with; the
+    2018 BERT-Base and -Large were trained with erf, which is also what
+    Hugging Face's conversions of them compute (`docs/weights.md`).
 
     Args:
         directory: a folder with `bert_config.json` and `bert_model.ckpt.*`
@@ -292,7 +386,12 @@ def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
             masked-LM and next-sentence heads; then a pretrainer is returned.
         backbone: optional existing `BertBackbone` to load into instead of
             building one; it must be the model `bert_config.json`
-            describes (heads, sizes, segment and position tables, epsilon).
+            describes (heads, sizes, segment and position tables, epsilon,
+            activation).
+        gelu: `"tanh"` or `"erf"`: how `"hidden_act": "gelu"` is computed.
+            None: `"tanh"`, google-research/bert's, unless the folder was
+            written by `save_google_checkpoint` (which records its
+            backbone's form).
 
     Returns:
         A `BertBackbone` (or a pretrainer) holding the released weights.
@@ -302,7 +401,8 @@ def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
             has a value tfnlp cannot compute (e.g. `hidden_act` other than
             `"gelu"`), `vocab.txt` has more than `vocab_size` tokens,
             `backbone` differs from the config, or the checkpoint's tensors
-            do not fit (every problem of a kind is listed in one error).
+            do not fit (every problem of a kind is listed in one error,
+            naming the config setting the tensors contradict).
 
     Example:
 
@@ -317,8 +417,9 @@ def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
     """
     config_path = os.path.join(directory, "bert_config.json")
     config = _read_config(config_path)
+    activations = _google_activations(config, gelu)
     _check_vocabulary_file(directory, config)
-    backbone = _checked_backbone(config, backbone, config_path)
+    backbone = _checked_backbone(config, backbone, config_path, activations=activations)
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     prefix = os.path.join(directory, "bert_model.ckpt")
     try:
@@ -332,7 +433,8 @@ def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
         weights = {name: reader.get_tensor(name) for name in names}
     except Exception as error:  # the reader raises IndexError, OpError, ... on bad data
         raise ValueError(f"The TF checkpoint {prefix} is corrupt or truncated: {error}") from error
-    assign_google_weights(weights, backbone, pretrainer, source=f"checkpoint {prefix}")
+    assign_google_weights(weights, backbone, pretrainer, source=f"checkpoint {prefix}",
+                          problems=tensor_mismatches(config, weights))
     return pretrainer if pretrainer is not None else backbone
 
 
@@ -343,6 +445,11 @@ def save_google_checkpoint(backbone, directory, pretrainer=None):
         backbone: a `BertBackbone`.
         directory: the folder to write.
         pretrainer: optionally its `BertPretrainer`, to write the heads too.
+
+    `bert_config.json` says `"hidden_act": "gelu"` for either activation,
+    as Google's format can only say; a `"tfnlp_gelu"` entry (`"erf"` or
+    `"tanh"`, ignored by Google's and Hugging Face's code) records which,
+    so that `load_google_checkpoint` reads the model back as it was.
 
     Example:
 
@@ -363,6 +470,7 @@ def save_google_checkpoint(backbone, directory, pretrainer=None):
         "num_attention_heads": backbone.num_heads,
         "intermediate_size": backbone.intermediate_dim,
         "hidden_act": "gelu",
+        _SAVED_GELU: {v: k for k, v in GOOGLE_GELU.items()}[backbone.activation],
         "hidden_dropout_prob": backbone.dropout,
         "attention_probs_dropout_prob": backbone.dropout,
         "max_position_embeddings": backbone.max_sequence_length,
@@ -509,7 +617,9 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=Non
     without it, `pytorch_model.bin` with torch (`weights_only=True`).
     Sharded weights (`*.index.json`) are read too. Works for `BertModel`
     and `BertForPreTraining` weights (the latter also fill the heads when
-    `pretrainer_cls` is given).
+    `pretrainer_cls` is given). `hidden_act` is computed as transformers
+    computes it: `"gelu"` exactly (erf), `"gelu_new"` /
+    `"gelu_pytorch_tanh"` / `"gelu_fast"` with the tanh approximation.
 
     Args:
         directory: the folder written by `save_pretrained`.
@@ -524,6 +634,8 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=Non
     Raises:
         ValueError: when the config is unreadable, lacks a size or has a
             value tfnlp cannot compute (`hidden_act` other than `"gelu"`,
+            `"gelu_python"` (erf) or `"gelu_new"`, `"gelu_pytorch_tanh"`,
+            `"gelu_fast"` (tanh),
             `position_embedding_type` other than `"absolute"`, a decoder),
             `backbone` differs from
             it, no weights file is found (or `pytorch_model.bin` without
@@ -554,5 +666,6 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=Non
         google, transpose = _google_name(name)
         if google is not None:
             weights[google] = value.T if transpose else value
-    assign_google_weights(weights, backbone, pretrainer, source=f"checkpoint {path}")
+    assign_google_weights(weights, backbone, pretrainer, source=f"checkpoint {path}",
+                          problems=tensor_mismatches(config, weights))
     return pretrainer if pretrainer is not None else backbone

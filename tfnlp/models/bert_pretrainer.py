@@ -11,7 +11,7 @@ from tfnlp.data.bert_pretraining import bert_pretraining_dataset
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
+from tfnlp.models.bert_backbone import ACTIVATIONS, BertBackbone, bert_kernel_initializer
 from tfnlp.models.task import (
     DEFAULT_BATCH_SIZE,
     Task,
@@ -150,6 +150,7 @@ class BertPretrainer(CallsBackboneLayers, Task):
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
             layer_norm_epsilon=backbone.layer_norm_epsilon,
+            activation=ACTIVATIONS[backbone.activation],
             kernel_initializer=bert_kernel_initializer(),
             # float32 under every policy: a bfloat16 head (as keras-hub's)
             # trains measurably worse (benchmarks/README.md, BERT quality).

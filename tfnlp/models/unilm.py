@@ -19,7 +19,7 @@ from tfnlp.generation.compiled_search import (
 from tfnlp.layers import masks as masks_lib
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
-from tfnlp.models.bert_backbone import bert_kernel_initializer
+from tfnlp.models.bert_backbone import ACTIVATIONS, bert_kernel_initializer
 from tfnlp.models.task import Task
 from tfnlp.models.transformer_seq2seq import (
     checked_tokenizer,
@@ -177,6 +177,7 @@ class UniLM(CallsBackboneLayers, Task):
             backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
             layer_norm_epsilon=backbone.layer_norm_epsilon,
+            activation=ACTIVATIONS[backbone.activation],
             kernel_initializer=bert_kernel_initializer(),
             # float32 under every policy: a bfloat16 head (as keras-hub's)
             # trains measurably worse (benchmarks/README.md, BERT quality).

@@ -105,6 +105,8 @@ class UniLMBackbone(BertBackbone):
         max_sequence_length: int, size of the position table.
         layer_norm_epsilon: float > 0, epsilon of every layer norm (1e-12
             as BERT; microsoft/unilm v1 checkpoints use 1e-5).
+        activation: `"gelu"` (exact, as microsoft/unilm v1 computes it) or
+            `"gelu_approximate"` (tanh), as in `BertBackbone`.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Example:
@@ -134,6 +136,7 @@ class UniLMBackbone(BertBackbone):
         dropout=0.1,
         max_sequence_length=512,
         layer_norm_epsilon=1e-12,
+        activation="gelu",
         **kwargs,
     ):
         num_segments = kwargs.pop("num_segments", NUM_SEGMENT_ROWS)
@@ -146,7 +149,7 @@ class UniLMBackbone(BertBackbone):
         self.objective_attention_mask = ObjectiveAttentionMask(name="objective_attention_mask")
         super().__init__(
             vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim, dropout,
-            max_sequence_length, NUM_SEGMENT_ROWS, layer_norm_epsilon, **kwargs,
+            max_sequence_length, NUM_SEGMENT_ROWS, layer_norm_epsilon, activation, **kwargs,
         )
 
     def _input_specs(self):

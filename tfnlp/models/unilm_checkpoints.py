@@ -47,6 +47,8 @@ _V1_OPTIONS = {"relax_projection": (None, 0, 1), "new_pos_ids": (None, False), "
                "seg_emb": (None, False), "ffn_type": (None, 0)}
 # What a training run saves besides weights (`crit_mask_lm_smoothed.one_hot`, a loss buffer).
 _NOT_WEIGHTS = "crit_"
+# unilm-v1's ACT2FN: its "gelu" is exact (erf); no tanh form.
+_V1_ACTIVATIONS = {"gelu": "gelu"}
 
 
 def _state_dict_path(path):
@@ -159,12 +161,14 @@ def load_unilm_checkpoint(path, task_cls=None, *, config=None, backbone=None):
     config["type_vocab_size"] = NUM_SEGMENT_ROWS  # as run_seq2seq.py overrides BERT's 2
     # v1's modeling.py ignores a `layer_norm_eps` key: 1e-5 it is.
     config["layer_norm_eps"] = V1_LAYER_NORM_EPSILON
-    problems = bert_checkpoints.unsupported_config_values(config)
+    problems = bert_checkpoints.unsupported_config_values(config, _V1_ACTIVATIONS)
     if problems:
         raise ValueError(
             f"The config {config_path} has values tfnlp cannot compute: {'; '.join(problems)}."
         )
-    backbone = bert_checkpoints._checked_backbone(config, backbone, config_path, UniLMBackbone)
+    backbone = bert_checkpoints._checked_backbone(
+        config, backbone, config_path, UniLMBackbone, _V1_ACTIVATIONS
+    )
     model = task_cls(backbone) if task_cls is not None else None
     if model is not None:
         bert_checkpoints._check_tied_decoder({}, tensors, state_path)
@@ -182,6 +186,9 @@ def load_unilm_checkpoint(path, task_cls=None, *, config=None, backbone=None):
         weights[segments] = weights[segments][rows]
     bert_checkpoints.assign_google_weights(
         weights, backbone, model, source=f"UniLM v1 checkpoint {state_path}",
-        problems=_v1_problems(config, tensors),
+        problems=_v1_problems(config, tensors) + [  # _v1_problems explains the segment rows
+            line for line in bert_checkpoints.tensor_mismatches(config, weights)
+            if not line.startswith("type_vocab_size=")
+        ],
     )
     return model if model is not None else backbone
