@@ -1,11 +1,15 @@
 """Reading bilm-tf's / AllenNLP's ELMo release format (weights.hdf5 + options.json).
 
-The expected outputs come from `_bilm_tf_reference`, bilm-tf's
+The expected outputs come from two independent sources: the outputs
+bilm-tf's own TF1 code recorded for its test fixture (files/bilm_tf/,
+see its README), and `_bilm_tf_reference`, bilm-tf's
 `BidirectionalLanguageModelGraph` (bilm/model.py) and TF1's `LSTMCell`
 written out in NumPy from the hdf5 arrays, without tfnlp's layers.
 """
 
 import json
+import pathlib
+import re
 
 import h5py
 import numpy as np
@@ -15,6 +19,7 @@ import tensorflow as tf
 from tests.harness import assert_allclose
 from tfnlp import data, models
 from tfnlp.models.bilm_tf_weights import (
+    _ARCHITECTURE,
     _file_shapes,
     bilm_tf_options,
     load_bilm_tf_weights,
@@ -22,6 +27,7 @@ from tfnlp.models.bilm_tf_weights import (
     save_bilm_tf_weights,
 )
 
+FIXTURE = pathlib.Path(__file__).parent / "files" / "bilm_tf"
 # As published with elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5.
 PUBLISHED_OPTIONS = {
     "lstm": {"use_skip_connections": True, "projection_dim": 512, "cell_clip": 3, "proj_clip": 3,
@@ -187,6 +193,109 @@ def test_the_loaded_model_computes_bilm_tf(tmp_path, options):
         assert_allclose(layers[:, j + 1, :, P:], lstm_outputs[1][j], atol=1e-5)
     if "cell_clip" in options["lstm"]:  # the clips were reached, so they were tested
         assert np.isclose(np.abs(lstm_outputs[0][0]), options["lstm"]["proj_clip"]).any()
+
+
+def _upstream_recording():
+    """bilm-tf's fixture sentences `[list k][batch i]` (words) and its recorded top layers."""
+    rows = json.loads((FIXTURE / "lm_embeddings_sentences.json").read_text(encoding="utf-8"))
+    sentences, recorded = [[s.split() for s in row] for row in rows], []
+    for k, row in enumerate(sentences):
+        with h5py.File(FIXTURE / f"lm_embeddings_{k}.hdf5", "r") as f:  # "i": (2, n, P)
+            recorded.append([np.concatenate(f[str(i)][...], axis=-1) for i in range(len(row))])
+    return sentences, recorded
+
+
+def test_bilm_tf_own_recorded_outputs_are_reproduced():
+    """bilm-tf's fixture weights give the outputs bilm-tf's TF1 code recorded, every batch.
+
+    Upstream's `test_bilm` ran 10 batches through one stateful model, batch
+    `i` holding sentence `i` of each of 3 lists; it recorded the top LSTM
+    layer without `<S>` / `</S>`. Row `k` starts batch `i` from the states
+    it ended batch `i - 1` with (TF1's `dynamic_rnn` keeps each row's state
+    at its last real token; the backward LSTM's after `<S>`). tfnlp starts
+    from zeros, so each list is fed as two sequences: `s_0 .. s_9` (each
+    `<S> s </S>`), whose forward LSTM reaches batch `i` in the states
+    upstream carried, and `s_9 .. s_0`, whose backward LSTM reads `s_0`
+    first and likewise. Fed alone as upstream fed them (bilm-tf's `Batcher`
+    ids, rows padded), the first batch matches and the later ones do not:
+    the carried states matter, and the concatenation reproduces them.
+
+    Tolerance: 6e-7 was measured (outputs up to 1.7; float32's spacing there
+    is 1.2e-7, and the recurrences run up to 315 steps); 1e-5 leaves room for other
+    kernels' summation order, far below the 0.78 that carried states change.
+    """
+    sentences, recorded = _upstream_recording()
+    options = FIXTURE / "options.json"
+    bilm = load_bilm_tf_weights(_bilm(options), FIXTURE / "lm_weights.hdf5", options)
+    P = bilm.projection_dim
+
+    # One trace for every shape: eager LSTM steps cost more than tracing here.
+    @tf.function(input_signature=[tf.TensorSpec((None, None, 50), tf.int32)])
+    def top_layer(ids):  # (B, T, 2P)
+        return bilm(ids)["layers"][:, -1]
+
+    def padded(rows):
+        length = max(map(len, rows))
+        return data.character_ids(tf.constant([r + [""] * (length - len(r)) for r in rows]), 50)
+
+    def bracketed(row):  # one sequence: <S> s </S> <S> s' </S> ...
+        return [word for s in row for word in ("<S>", *s, "</S>")]
+
+    forward = top_layer(padded([bracketed(row) for row in sentences])).numpy()
+    backward = top_layer(padded([bracketed(row[::-1]) for row in sentences])).numpy()
+    got, expected = [], []
+    for k, row in enumerate(sentences):
+        for i, sentence in enumerate(row):
+            f = sum(len(s) + 2 for s in row[:i]) + 1  # where sentence i's first word is
+            b = sum(len(s) + 2 for s in row[i + 1 :]) + 1
+            n = len(sentence)
+            got.append(np.concatenate([forward[k, f : f + n, :P], backward[k, b : b + n, P:]], -1))
+            expected.append(recorded[k][i])
+    assert_allclose(np.concatenate(got), np.concatenate(expected), atol=1e-5)
+
+    batches = [(i, k) for i in range(len(sentences[0])) for k in range(len(sentences))]
+    ids = _batcher_ids([sentences[k][i] for i, k in batches], 50)
+    words = [["<S>", *sentences[k][i], "</S>"] for i, k in batches]
+    np.testing.assert_array_equal(padded(words), ids)  # bilm-tf's Batcher ids
+    alone = top_layer(ids).numpy()
+    errors = {}
+    for r, (i, k) in enumerate(batches):
+        error = np.abs(alone[r, 1 : len(sentences[k][i]) + 1] - recorded[k][i]).max()
+        errors[i] = max(errors.get(i, 0.0), error)
+    assert errors.pop(0) < 1e-5  # the first batch starts from zeros upstream too
+    assert min(errors.values()) > 0.1, errors
+
+
+# One value per ELMoBiLM architecture argument, unlike PROJECTED's.
+DIFFERENT = {
+    "num_layers": 1, "units": 32, "projection_dim": 4, "cell_clip": None, "projection_clip": 0.25,
+    "residual": False, "filters": ((1, 4), (2, 6), (3, 9)), "num_highway_layers": 1,
+    "character_dim": 5, "max_characters": 12, "character_vocabulary_size": 300,
+}
+REFUSALS = [pytest.param(PROJECTED, name, value, id=name) for name, value in DIFFERENT.items()]
+# TF1 ignores proj_clip without a projection; ProjectedLSTM would clip.
+REFUSALS.append(pytest.param(UNPROJECTED, "projection_clip", 0.1, id="projection_clip_ignored"))
+
+
+def test_every_architecture_argument_is_compared():
+    assert set(DIFFERENT) == set(_ARCHITECTURE)
+
+
+@pytest.mark.parametrize(("options", "name", "value"), REFUSALS)
+def test_a_model_differing_in_one_setting_is_refused_naming_it(tmp_path, options, name, value):
+    """The clips and `residual` change no shape: without this the file would load silently."""
+    weights, options_path, _ = _write_bilm_tf_files(tmp_path, options)
+    bilm = _bilm(options, **{name: value})
+    before = [w.numpy() for w in bilm.weights]
+    given = options_from_bilm_tf(options)[name]
+    line = f"\n  {name}: the model has {getattr(bilm, name)!r}, {_ARCHITECTURE[name]} gives {given!r}"
+    if options is UNPROJECTED:
+        line += " (the options' 0.1 is ignored: TF1's LSTMCell has no projection"
+    with pytest.raises(ValueError, match=re.escape(line)) as error:  # both names, both values
+        load_bilm_tf_weights(bilm, weights, options_path)
+    assert "(1 difference;" in str(error.value)
+    for w, b in zip(bilm.weights, before, strict=True):
+        np.testing.assert_array_equal(w.numpy(), b)
 
 
 def test_an_embedder_is_loaded_through_its_bilm(tmp_path):

@@ -37,6 +37,11 @@ batch does: from bilm-tf's second batch on, real tokens' vectors differ.
 And bilm-tf's layer 0 at padding positions is the CNN of all-zero ids,
 tfnlp's is zeros. bilm-tf's
 `lm_embeddings` also drop `<S>` and `</S>`, which `ELMoBiLM` keeps.
+
+tests/models/test_bilm_tf_weights.py reproduces the outputs bilm-tf's own
+test recorded (its fixture, in tests/models/files/bilm_tf/), every batch
+of them: a batch that bilm-tf started from carried states is fed with the
+sentences before it as one sequence, which puts the LSTMs in those states.
 """
 
 import inspect
@@ -295,7 +300,11 @@ def _bilm_of(model):
     raise ValueError(f"`model` must be an ELMoBiLM or an ELMoEmbedder, got {type(model).__name__}.")
 
 
-def _check_architecture(bilm, config, source):
+def _check_architecture(bilm, options, config, source):
+    """Every `_ARCHITECTURE` argument of `bilm` that differs from the options, named both ways.
+
+    The clips and `residual` change no weight shape: only this check catches them.
+    """
     def same(name, a, b):
         if name in ("cell_clip", "projection_clip"):
             return a is b is None or (None not in (a, b) and float(a) == float(b))
@@ -303,15 +312,23 @@ def _check_architecture(bilm, config, source):
             return tuple(map(tuple, a)) == tuple(map(tuple, b))
         return a == b
 
+    def note(name):  # options_from_bilm_tf drops a proj_clip TF1 ignores: say so
+        written = _option(options, _ARCHITECTURE[name], None)
+        if name == "projection_clip" and written is not None and config[name] is None:
+            return (f" (the options' {written!r} is ignored: TF1's LSTMCell has no projection "
+                    "to clip when lstm.projection_dim == lstm.dim)")
+        return ""
+
     mismatches = [
         f"{name}: the model has {getattr(bilm, name)!r}, "
-        f"{_ARCHITECTURE[name]} gives {config[name]!r}"
+        f"{_ARCHITECTURE[name]} gives {config[name]!r}{note(name)}"
         for name in _ARCHITECTURE
         if not same(name, getattr(bilm, name), config[name])
     ]
     if mismatches:
         raise ValueError(
-            f"The model does not match the bilm-tf {source} ({len(mismatches)} differences; "
+            f"The model does not match the bilm-tf {source} ({len(mismatches)} "
+            f"difference{'s' if len(mismatches) > 1 else ''}; "
             "build it with tfnlp.models.ELMoBiLM(word_vocabulary_size, "
             "**options_from_bilm_tf(options))):\n  "
             + "\n  ".join(mismatches)
@@ -458,7 +475,7 @@ def load_bilm_tf_weights(model, weights_path, options_path):
     """
     bilm = _bilm_of(model)
     options, source = _read_options(options_path)
-    _check_architecture(bilm, options_from_bilm_tf(options), source)
+    _check_architecture(bilm, options, options_from_bilm_tf(options), source)
     expected = _file_shapes(bilm)
     path = os.fspath(weights_path)
     try:
