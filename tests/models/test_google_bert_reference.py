@@ -237,6 +237,10 @@ def test_the_default_gelu_is_googles_code_of_today_and_a_saved_model_keeps_its_o
     assert models.load_google_checkpoint(str(tmp_path)).activation == "gelu"
     with pytest.raises(ValueError, match="`gelu` must be one of"):
         models.load_google_checkpoint(str(directory), gelu="exact")
+    # A backbone of the other form is not the checkpoint's model: refused by name.
+    with pytest.raises(ValueError, match="hidden_act='gelu' computes activation='gelu_approximate' "
+                                         "but the model has activation='gelu'"):
+        models.load_google_checkpoint(str(directory), backbone=exact)
 
 
 def test_a_change_to_any_one_name_of_the_importers_map_fails_the_load(checkpoint, monkeypatch):
