@@ -3,17 +3,66 @@
 import inspect
 
 import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import families
 from tests.export import test_tf_serving
-from tests.harness import run_model_test
+from tests.harness import assert_close_to_float32, compared_outputs, run_model_test
 from tfnlp import models
 
 
 @pytest.mark.parametrize("family", families.FAMILIES)
 def test_model_harness(family):
     run_model_test(family)
+
+
+def _looked_up_in_float8(lookup):
+    """`keras.layers.Embedding.call` with its bfloat16 vectors cast to float8_e5m2 (2 significant
+    bits, as a table kept in 8 bits to save memory would give) where bfloat16 (8 bits) was meant."""
+
+    def call(self, inputs):
+        vectors = lookup(self, inputs)
+        if vectors.dtype != tf.bfloat16:
+            return vectors
+        return tf.cast(tf.cast(vectors, tf.dtypes.experimental.float8_e5m2), tf.bfloat16)
+
+    return call
+
+
+@pytest.mark.parametrize("family", families.FAMILIES)
+def test_the_mixed_precision_check_fails_on_a_wrong_cast_in_every_output(family, monkeypatch):
+    """The harness' `mixed_bfloat16` check passes bfloat16 and fails float8 embeddings, output by output.
+
+    Every family looks its ids up in a `keras.layers.Embedding` (ELMo its
+    characters). The check it replaces, `atol=0.1, rtol=0.05`, passed them in
+    every family but seq2seq, and could not fail on a BERT classifier, whose
+    logits are about 0.005 (asserted below).
+    """
+    keras.utils.set_random_seed(0)
+    model = families.model(family)
+    mixed = families.model(family, dtype="mixed_bfloat16")
+    mixed.set_weights(model.get_weights())
+    x, _, _ = families.first_batch(family)
+    expected = compared_outputs(model, x)
+    assert_close_to_float32(compared_outputs(mixed, x), expected)
+
+    monkeypatch.setattr(keras.layers.Embedding, "call", _looked_up_in_float8(keras.layers.Embedding.call))
+    wrong = compared_outputs(mixed, x)
+    caught, missed = [], []
+    for (path, value), reference in zip(keras.tree.flatten_with_path(wrong), keras.tree.flatten(expected),
+                                        strict=True):
+        if value.dtype.is_floating:
+            try:
+                assert_close_to_float32(value, reference)
+            except AssertionError:
+                caught.append(path)
+            else:
+                missed.append(path)
+    assert caught and not missed, f"{family}: float8 embeddings pass in {missed}"
+    if family == "bert_classifier":
+        np.testing.assert_allclose(tf.cast(wrong["output"], tf.float32), expected["output"], atol=0.1, rtol=0.05)
 
 
 def test_every_public_model_class_is_trained_and_served_by_a_registered_family():
