@@ -15,6 +15,8 @@ import tensorflow as tf  # noqa: E402
 
 from tests import file_order  # noqa: E402
 
+pytest_plugins = ["pytester"]  # tests/test_oracles.py runs pytest on test files it writes
+
 # Two logical CPU devices, so that MirroredStrategy has two replicas to split
 # batches over (tests/training/test_distribute.py). Must happen before
 # TensorFlow initialises its devices; ops still default to /cpu:0.
@@ -30,6 +32,52 @@ tf.config.set_logical_device_configuration(
 _INTRA_OP_THREADS = int(os.environ.get("TFNLP_TEST_INTRA_OP_THREADS", "1"))
 if _INTRA_OP_THREADS:
     tf.config.threading.set_intra_op_parallelism_threads(_INTRA_OP_THREADS)
+
+
+def _in_ci():
+    """`CI` set to a true value, as `.ci/run` is run (`CI=true`)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _importorskip_module(excinfo):
+    """The module a `pytest.importorskip` call failed to import (or found too old),
+    if that call raised `excinfo`'s skip; None for any other outcome or skip."""
+    if excinfo is None or not isinstance(excinfo.value, pytest.skip.Exception):
+        return None
+    tb = excinfo.tb
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb.tb_frame.f_code is not pytest.importorskip.__code__:
+        return None
+    return tb.tb_frame.f_locals["modname"]
+
+
+def _fail_in_ci(report, excinfo):
+    """In CI, a skip for a missing oracle (torch, transformers, sklearn, ...)
+    fails instead: a broken install step must not drop the parity proofs."""
+    module = _importorskip_module(excinfo) if _in_ci() and report.skipped else None
+    if module is not None:
+        reason = excinfo.value.msg
+        report.outcome = "failed"
+        report.longrepr = (f"CI is set: pytest.importorskip({module!r}) fails instead of skipping: {reason}. "
+                           f"The tests' oracles come with the test extra: pip install -e '.[test]'")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A `pytest.importorskip` in a test or a fixture."""
+    report = yield
+    _fail_in_ci(report, call.excinfo)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    """A module-level `pytest.importorskip` (tests/models/test_unilm_checkpoints.py)."""
+    report = yield
+    call = report.__dict__.get("call")  # pytest's own report carries it (runner.collect_one_node)
+    _fail_in_ci(report, call.excinfo if call else None)
+    return report
 
 
 def pytest_collection_modifyitems(config, items):

@@ -31,6 +31,9 @@ MODULES = sorted(
     key=lambda m: m.__name__,
 )
 
+# Modules whose every example is `# doctest: +SKIP`: it needs a released checkpoint.
+ONLY_SKIPPED_EXAMPLES = {"tfnlp.models.unilm_checkpoints"}
+
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_docstring_examples_run(module):
@@ -40,9 +43,13 @@ def test_docstring_examples_run(module):
     tests = [t for t in finder.find(module, globs=dict(vars(module), **globs)) if t.examples]
     tests = [t for t in tests if t.name.startswith(module.__name__)]  # not re-exported ones
     assert tests, f"{module.__name__} has no docstring example"
-    for test in tests:
-        runner.run(test)
+    attempted = sum(runner.run(test).attempted for test in tests)
     assert runner.failures == 0
+    # Examples ran, not only `# doctest: +SKIP` ones; the list stays exact.
+    if module.__name__ in ONLY_SKIPPED_EXAMPLES:
+        assert attempted == 0, f"{module.__name__} runs examples now: drop it from ONLY_SKIPPED_EXAMPLES"
+    else:
+        assert attempted > 0, f"{module.__name__}: every docstring example is skipped"
 
 
 @pytest.mark.parametrize("cls", PUBLIC_LAYERS, ids=lambda c: c.__name__)

@@ -29,4 +29,5 @@ def test_bad_split():
 
 
 def test_docstring_examples():
-    assert doctest.testmod(datasets).failed == 0
+    results = doctest.testmod(datasets)
+    assert results.failed == 0 and results.attempted > 0, results

@@ -15,6 +15,14 @@ from tests.export.serving.harness import CppServer
 from tfnlp import data, datasets, models
 
 
+def _usage_error(capsys, parse, argv):
+    """What argparse's `parser.error` writes: the exit code is 2."""
+    with pytest.raises(SystemExit) as exited:
+        parse(argv)
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def pretrained(tmp_path_factory):
     """1,600 steps at 1e-3 without dropout: held-out next-sentence accuracy 61.6%
@@ -76,7 +84,7 @@ def test_finetuning_from_the_pretrained_backbone_exports_a_model(pretrained, tmp
 
 
 @pytest.mark.slow
-def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path):
+def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path, capsys):
     # The user's unlabelled texts, as a TSV with other columns, and the
     # training reviews: a word found only in the file must enter the
     # vocabulary, and no next-sentence head is trained or reported.
@@ -117,8 +125,8 @@ def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path):
     with pytest.raises(ValueError, match="no column 'review'"):
         pretrain_bert.main(common + ["--domain-text-column", "review", "--output",
                                      str(tmp_path / "other")])
-    with pytest.raises(SystemExit):
-        pretrain_bert.parse_args(["--domain-repeats", "0"])
+    assert "--domain-repeats must be at least 1" in _usage_error(
+        capsys, pretrain_bert.parse_args, ["--domain-repeats", "0"])
     # With next-sentence pairs, short texts make no pair: the user is told.
     with pytest.warns(UserWarning, match="--no-next-sentence"):
         pretrain_bert.parse_args(["--review-texts"])
@@ -137,7 +145,7 @@ def test_the_users_texts_become_documents_of_sentences():
 
 
 @pytest.mark.slow
-def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp_path):
+def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp_path, capsys):
     output, _, _ = pretrained
     result = finetune_classifier.main([
         "--pretrained", str(output), "--sequence-length", "32", "--epochs", "1",
@@ -157,13 +165,14 @@ def test_finetuning_reports_each_seed_on_a_subset_of_the_reviews(pretrained, tmp
     # The head's steps, then everything's.
     stages = sorted(p.name for p in (tmp_path / "logs" / "pretrained_seed0").iterdir())
     assert stages == ["all", "head"]
-    for bad in (["--seeds", "0"], ["--train-examples", "0"], ["--head-steps", "-1"]):
-        with pytest.raises(SystemExit):
-            finetune_classifier.main(bad)
+    for bad, message in ((["--seeds", "0"], "--seeds must be at least 1"),
+                         (["--train-examples", "0"], "--train-examples must be at least 1"),
+                         (["--head-steps", "-1"], "--head-steps must be at least 0")):
+        assert message in _usage_error(capsys, finetune_classifier.main, bad), bad
 
 
 @pytest.mark.slow
-def test_learning_curve_compares_both_classifiers_and_tfidf_at_each_size(pretrained, tmp_path):
+def test_learning_curve_reports_both_classifiers_and_tfidf_at_each_size(pretrained, tmp_path, capsys):
     output, _, _ = pretrained
     plot = tmp_path / "figures" / "curve.png"
     result = finetune_classifier.main([
@@ -187,10 +196,11 @@ def test_learning_curve_compares_both_classifiers_and_tfidf_at_each_size(pretrai
     assert sorted(p.name for p in (tmp_path / "logs" / "curve_10").iterdir()) == [
         "from_scratch", "pretrained"
     ]
-    for bad in (["--learning-curve", "9"], ["--min-steps", "-1"], ["--epochs", "0"],
-                ["--plot", "elsewhere.png"]):
-        with pytest.raises(SystemExit):
-            finetune_classifier.main(bad)
+    for bad, message in ((["--learning-curve", "9"], "--learning-curve sizes must be at least 10"),
+                         (["--min-steps", "-1"], "--min-steps must be at least 0"),
+                         (["--epochs", "0"], "--epochs must be at least 1"),
+                         (["--plot", "elsewhere.png"], "--plot draws the learning curve")):
+        assert message in _usage_error(capsys, finetune_classifier.main, bad), bad
 
 
 def test_head_steps_train_the_head_alone_and_leave_the_backbone_trainable(tmp_path):

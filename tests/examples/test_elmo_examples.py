@@ -48,12 +48,18 @@ def runs(tmp_path_factory):
     }
 
 
-def test_pretraining_reports_held_out_perplexity_against_a_unigram_model(runs):
+def test_pretraining_reports_held_out_perplexity_next_to_a_unigram_model(runs):
+    # Reported, not compared: at these settings (12 steps) the biLM's held-out
+    # perplexity is about 290 against the unigram model's 59.8 (seeds 0-2); at
+    # a learning rate of 1e-2 still 100 to 160, and level with it (57 to 60)
+    # only after 200 steps.
     root, results = runs
     result = results["pretrain"]
     for key in ("test_perplexity", "unigram_perplexity"):
         assert set(result[key]) == {"forward", "backward"}
         assert all(1.0 < value < 1e4 for value in result[key].values())
+    # The baseline depends on the corpus and the vocabulary alone.
+    assert result["unigram_perplexity"] == pytest.approx({"forward": 59.82, "backward": 59.82}, abs=0.01)
     assert result["vocabulary_size"] <= 300 and result["train_sentences"] == 400
     words = (root / "bilm" / "words.txt").read_text(encoding="utf-8").split("\n")
     assert words[:3] == ["<S>", "</S>", "<UNK>"]
@@ -61,7 +67,9 @@ def test_pretraining_reports_held_out_perplexity_against_a_unigram_model(runs):
     assert {"test_forward_perplexity", "unigram_backward_perplexity"} <= _tags(root / "pretrain" / "test")
 
 
-def test_classifier_compares_elmo_with_layer_0_and_the_majority_class(runs):
+def test_classifier_reports_elmo_layer_0_and_the_majority_class(runs):
+    # Reported, not compared: at these settings both ELMo classifiers predict
+    # the majority class (accuracy 0.658 each, seeds 0-2).
     _, results = runs
     result = results["classifier"]
     for name in ("elmo", "layer_0_only", "majority_class"):

@@ -27,7 +27,9 @@ def run(tmp_path_factory):
     return logs, json.loads((logs / "results.json").read_text())
 
 
-def test_results_compare_the_model_with_the_baselines(run):
+def test_results_report_the_model_next_to_the_baselines_and_tfidf_beats_the_majority(run):
+    # The transformer is not compared: one epoch on 400 reviews gives the
+    # majority class (accuracy 0.658, seeds 0-2); TF-IDF gets 0.702.
     _, result = run
     for name in ("transformer", "tfidf_logistic_regression", "majority_class"):
         assert set(result[name]) == {"accuracy", "macro_f1"}
