@@ -3,8 +3,8 @@
 Without a `tf.distribute` strategy Keras 3.15 builds the optimizer while it
 traces the first training step: every slot variable is created inside the
 `tf.function`, with its own initializer `tf.cond`, and the function is traced
-twice. tfnlp's trainable models build it first (`BuildsOptimizerFirst` in
-`tfnlp/models/_mixins.py`). This script times one `fit` call of one batch on
+twice. tfnlp's trainable models build it first (`Task.make_train_function` in
+`tfnlp/models/task.py`). This script times one `fit` call of one batch on
 a freshly compiled model, in a fresh process each time (tracing caches are
 per process), with the mixin as shipped (`built_first`) and switched off
 (`keras_default`), alternating which goes first, and reports the median
@@ -68,10 +68,10 @@ def _model_and_batch(name):
 def _child(name, setting):
     import keras
 
-    from tfnlp.models import _mixins
+    from tfnlp.models.task import Task
 
     if setting == "keras_default":
-        _mixins.BuildsOptimizerFirst.make_train_function = keras.Model.make_train_function
+        Task.make_train_function = keras.Model.make_train_function
     keras.utils.set_random_seed(0)
     model, batch = _model_and_batch(name)
     model.compile()

@@ -1,8 +1,8 @@
 """Training and evaluation on a dataset of unknown length count only the batches it has.
 
 Keras 3.15 finds the end of such a dataset by running one more step; without
-`StepsWaitForData` that step advanced the optimizer and the loss and metric
-counts (see `tfnlp/models/_mixins.py`).
+`Task`'s steps that wait for their batch, that step advanced the optimizer and
+the loss and metric counts (see `tfnlp/models/task.py`).
 """
 
 import inspect
@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tfnlp import models
-from tfnlp.models._mixins import BuildsOptimizerFirst, RestoresCompile, StepsWaitForData
+from tfnlp.models.task import Task
 
 RNG = np.random.default_rng(0)
 BATCHES, BATCH = 5, 2
@@ -88,14 +88,23 @@ def test_training_history_on_data_of_unknown_length_matches_known_length():
 def test_every_trainable_model_waits_for_its_batch():
     trainable = [
         cls for cls in vars(models).values()
-        if inspect.isclass(cls) and issubclass(cls, RestoresCompile)
+        if inspect.isclass(cls) and issubclass(cls, keras.Model) and not issubclass(cls, models.Backbone)
     ]
     assert len(trainable) >= 6
     for cls in trainable:
-        for mixin in (StepsWaitForData, BuildsOptimizerFirst):
-            assert issubclass(cls, mixin), (cls.__name__, mixin.__name__)
-            # Before Keras' own methods in the method resolution order.
-            assert cls.__mro__.index(mixin) < cls.__mro__.index(keras.Model), cls.__name__
+        assert issubclass(cls, Task), cls.__name__
+        for method in ("train_step", "test_step", "make_train_function", "compile_from_config"):
+            # Task's, not overridden by something between it and Keras.
+            assert getattr(cls, method) is getattr(Task, method), (cls.__name__, method)
+
+
+def test_the_class_chain_behind_a_task_is_at_most_four_tfnlp_classes():
+    """keras-hub's BertTextClassifier.fit runs through 4 classes; BertClassifier's did through 8."""
+    for cls in (models.BertClassifier, models.BertPretrainer, models.UniLM, models.TransformerClassifier,
+                models.TransformerSeq2Seq, models.ELMoEmbedder):
+        # tfnlp's classes (Keras injects its Functional into a built model's bases).
+        chain = [c for c in cls.__mro__ if c.__module__.startswith("tfnlp.")]
+        assert len(chain) <= 4, [c.__name__ for c in chain]
 
 
 def test_the_optimizer_is_built_before_the_training_step_is_traced():

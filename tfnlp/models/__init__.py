@@ -1,5 +1,6 @@
 """tfnlp models: Functional backbones and the task models built on them."""
 
+from tfnlp.models.backbone import Backbone
 from tfnlp.models.bert_backbone import BERT_PRESETS, BertBackbone
 from tfnlp.models.bert_checkpoints import (
     load_google_checkpoint,
@@ -23,6 +24,7 @@ from tfnlp.models.unilm_checkpoints import load_unilm_checkpoint
 
 __all__ = [
     "BERT_PRESETS",
+    "Backbone",
     "BertBackbone",
     "BertClassifier",
     "BertPretrainer",

@@ -1,34 +1,12 @@
-"""What tfnlp's Functional models share: input checks, `compile()` restored from `.keras` files,
-`from_config`, an optimizer built before tracing, training/evaluation steps whose state
-updates wait for their batch, and task models that run their backbone's layers."""
+"""What several of tfnlp's Functional models share: input checks (backbones), `from_config`,
+the deprecated `from_preset`, and task models that run their backbone's layers. What only
+task models share is in `Task` itself (`tfnlp.models.task`)."""
 
-import contextlib
 import warnings
 
 import keras
-import tensorflow as tf
 
 from tfnlp import _checks
-
-
-class RestoresCompile:
-    """Mixin: a `.keras` file restores the model's `compile()`, optimizer state included.
-
-    Keras re-compiles a loaded model only through `compile_from_config`
-    and skips a model whose `compile()` is overridden (with a warning),
-    which left tfnlp's models without optimizer, loss or metrics after
-    `keras.saving.load_model`. The saved configuration holds the objects
-    `compile()` resolved (optimizer, losses, metrics), so compiling with them
-    again is exact; building the optimizer lets Keras load its variables
-    (step counter, moments) from the file.
-    """
-
-    def compile_from_config(self, config):
-        # Every argument as saved: an explicit `None` (no metrics, say) stays
-        # `None` rather than becoming the model's "auto" default.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
 
 
 class ChecksInputs:
@@ -116,69 +94,6 @@ class FromConfig:
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
-
-
-class BuildsOptimizerFirst:
-    """Mixin: the optimizer's variables exist before the training step is traced.
-
-    Without a `tf.distribute` strategy, Keras 3.15 defers building the
-    optimizer to the first trace of the training step: every slot variable
-    (Adam's two per weight) is then created inside the `tf.function`, each
-    with its own lifted-initializer `tf.cond`, and the function is traced
-    twice. On a 2-core CPU that made the first `fit` of a tiny
-    `TransformerSeq2Seq` several times slower
-    (`benchmarks/first_fit_benchmark.py`, figures in benchmarks/README.md). The
-    optimizer is built here, in the model's strategy scope, when the
-    training function is made; Keras skips its own build then.
-    """
-
-    def make_train_function(self, force=False):
-        if self.built and self.optimizer is not None and not self.optimizer.built:
-            with self.distribute_strategy.scope():
-                self.optimizer.build(self.trainable_variables)
-        return super().make_train_function(force=force)
-
-
-class StepsWaitForData:
-    """Mixin: `train_step` and `test_step` change no state unless their batch arrived.
-
-    Keras 3.15 (TensorFlow backend, `steps_per_execution=1`) finds the end
-    of a dataset of unknown length (`cardinality() == -2`: after `filter`,
-    `flat_map`, `unbatch`, ...) by running the step once more and catching
-    the end-of-sequence error. Every update that does not read the batch
-    runs in that step anyway, as TensorFlow orders stateful ops only by the
-    data they use: the optimizer's `iterations` (so learning-rate schedules
-    and Adam's bias correction), and the counts of the loss trackers and of
-    metrics whose weights are static (batch size or value count known when
-    traced: any static-shaped pipeline, as tfnlp's are). So each pass
-    over such a dataset added one optimizer step, and `fit`/`evaluate`
-    reported losses and metrics multiplied by n / (n + 1) for n batches.
-    Making every op of the step wait for the batch's tensors (one `NoOp`
-    they all depend on) removes the phantom step; a step that receives its
-    batch runs exactly as before. A step compiled with XLA (`jit_compile`)
-    runs as one op that waits for all its inputs, so it needs no help (and
-    its first call must create the optimizer's variables outside any
-    control dependency); an eager step runs in order anyway.
-    """
-
-    def train_step(self, data):
-        with self._after_arrival(data):
-            return super().train_step(data)
-
-    def test_step(self, data):
-        with self._after_arrival(data):
-            return super().test_step(data)
-
-    def _after_arrival(self, data):
-        if self.jit_compile or tf.executing_eagerly():
-            return contextlib.nullcontext()
-        return tf.control_dependencies([_arrived(data)])
-
-
-def _arrived(data):
-    """One op that runs only once every tensor of `data` exists."""
-    tensors = [t for t in tf.nest.flatten(data, expand_composites=True) if t is not None]
-    return tf.group(*tensors, name="batch_arrived")
 
 
 class FromPresetAlias:

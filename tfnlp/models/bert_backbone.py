@@ -11,11 +11,7 @@ from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.layer_normalization import LayerNormalization
 from tfnlp.layers.position_embedding import PositionEmbedding
 from tfnlp.layers.transformer_block import TransformerBlock
-from tfnlp.models._mixins import (
-    ChecksInputs,
-    FromConfig,
-    FromPresetAlias,
-)
+from tfnlp.models.backbone import Backbone
 
 # Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
 BERT_PRESETS = {
@@ -48,7 +44,7 @@ def bert_kernel_initializer():
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class BertBackbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
+class BertBackbone(Backbone):
     """BERT: token + segment + learned position embeddings and post-LN blocks.
 
     `embeddings = LayerNorm(token + segment + position)`, dropout, then

@@ -90,12 +90,11 @@ class BertClassifier(CallsBackboneLayers, TextClassifier):
     2
     """
 
+    backbone_cls = BertBackbone
+
     def __init__(self, backbone, num_classes=None, dropout=0.1, preprocessor=None, labels=None,
                  pooling="cls", **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.saving.deserialize_keras_object(backbone)
-        if not isinstance(backbone, BertBackbone):
-            raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        backbone = self._backbone_object(backbone)
         num_classes, labels = classifier_size(num_classes, labels)
         dropout = _checks.rate("dropout", dropout)
         pooling = _checks.one_of("pooling", pooling, POOLINGS)

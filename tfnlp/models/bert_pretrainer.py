@@ -133,12 +133,11 @@ class BertPretrainer(CallsBackboneLayers, Task):
     >>> history = pretrainer.fit(["the cat sat", ["the cat", "sat"]] * 8, batch_size=4, verbose=0)
     """
 
+    backbone_cls = BertBackbone
+
     def __init__(self, backbone, next_sentence=True, tokenizer=None, sequence_length=None,
                  max_predictions_per_seq=None, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.saving.deserialize_keras_object(backbone)
-        if not isinstance(backbone, BertBackbone):
-            raise ValueError(f"`backbone` must be a BertBackbone, got {type(backbone).__name__}.")
+        backbone = self._backbone_object(backbone)
         tokenizer = _checked_tokenizer(tokenizer, backbone.vocabulary_size)
         sequence_length, max_predictions_per_seq = _text_sizes(
             sequence_length, max_predictions_per_seq, backbone.max_sequence_length,

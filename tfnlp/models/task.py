@@ -1,22 +1,18 @@
 """The base of tfnlp's task models: the Keras workarounds, `compile("auto")`, raw-text inputs."""
 
+import contextlib
 import typing
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp.models._mixins import (
-    BuildsOptimizerFirst,
-    ChecksInputs,
-    RestoresCompile,
-    StepsWaitForData,
-)
+from tfnlp import _checks
 from tfnlp.training.optimizers import with_loss_scaling
 from tfnlp.training.validation import quiet_epoch_end
 
 
-class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs, keras.Model):
+class Task(keras.Model):
     """A Functional task model (a backbone and heads) that can also take raw text.
 
     What every tfnlp task model shares, in one place:
@@ -25,10 +21,47 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
       `metrics` or `weighted_metrics` takes the task's own
       (`_compile_defaults()`); loss scaling is added under a `mixed_float16`
       policy.
-    - **The Keras workarounds** (`tfnlp.models._mixins`, each documented
-      there): inputs checked before Keras casts them, `compile()` restored
-      from `.keras` files, the optimizer built before tracing, training steps
-      that wait for their batch.
+    - **The backbone and preprocessor it takes**: `backbone_cls` and
+      `preprocessor_cls` (class attributes, None where the task has none);
+      `_backbone_object` reads a backbone given as an object or as its
+      Keras config and refuses any other class by name.
+    - **Inputs checked before Keras casts them**: `call` runs the task's
+      `_checked_inputs(inputs)` first. Keras' Functional `call` casts every
+      input to the dtype of its `keras.Input` (float token ids silently
+      become ints) and fails deep in TensorFlow on wrong shapes; the check
+      names the argument instead, and the error reaches the user as raised,
+      without Keras' dump of every argument's value.
+    - **`compile()` restored from `.keras` files**: Keras re-compiles a
+      loaded model only through `compile_from_config` and skips a model
+      whose `compile()` is overridden (with a warning), which left the
+      models without optimizer, loss or metrics after
+      `keras.saving.load_model`. The saved configuration holds the objects
+      `compile()` resolved, so compiling with them again is exact; building
+      the optimizer lets Keras load its variables (step counter, moments).
+    - **The optimizer built before tracing**: without a `tf.distribute`
+      strategy, Keras 3.15 defers building the optimizer to the first trace
+      of the training step, so every slot variable is created inside the
+      `tf.function` (each with its own lifted-initializer `tf.cond`) and the
+      function is traced twice; on a 2-core CPU that made the first `fit` of
+      a tiny `TransformerSeq2Seq` several times slower
+      (`benchmarks/first_fit_benchmark.py`, figures in
+      benchmarks/README.md). `make_train_function` builds it first, in the
+      model's strategy scope.
+    - **Training and evaluation steps that wait for their batch**: Keras
+      3.15 (TensorFlow backend, `steps_per_execution=1`) finds the end of a
+      dataset of unknown length (after `filter`, `flat_map`, `unbatch`,
+      ...) by running the step once more and catching the end-of-sequence
+      error; every update that does not read the batch runs in that step
+      anyway (TensorFlow orders stateful ops only by the data they use):
+      the optimizer's `iterations` (so learning-rate schedules and Adam's
+      bias correction) and the counts of loss trackers and of metrics whose
+      weights are static. Each pass over such a dataset added one optimizer
+      step and reported losses and metrics multiplied by n / (n + 1) for n
+      batches. Every op of `train_step` and `test_step` waits for the
+      batch's tensors (one `NoOp`); a step that receives its batch runs
+      exactly as before. An XLA step (`jit_compile`) runs as one op that
+      waits for all its inputs, and an eager step runs in order, so neither
+      needs this.
     - **Raw text in** (`_text_inputs`, implemented by tasks that carry a
       preprocessor): `fit`, `evaluate` and `predict` take texts (a list,
       array or string tensor, or a `tf.data.Dataset` of strings) as well
@@ -48,6 +81,57 @@ class Task(BuildsOptimizerFirst, StepsWaitForData, RestoresCompile, ChecksInputs
       given (that is how Keras finds the end of such a dataset; with
       `steps_per_epoch` the warning is kept, as running out is then real).
     """
+
+    backbone_cls = None  # the Backbone subclass the task is built on, if any
+    preprocessor_cls = None  # the preprocessor class it carries, if any
+
+    @classmethod
+    def _backbone_object(cls, backbone):
+        """`backbone` (a `backbone_cls`, or its Keras config from a `.keras` file), checked."""
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        if not isinstance(backbone, cls.backbone_cls):
+            raise ValueError(
+                f"`backbone` must be a {cls.backbone_cls.__name__}, got {type(backbone).__name__}."
+            )
+        return backbone
+
+    # --- Keras workarounds (see the class docstring) ---
+
+    def _checked_inputs(self, inputs):
+        raise NotImplementedError
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        with _checks.errors_without_input_dump():
+            inputs = self._checked_inputs(inputs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def compile_from_config(self, config):
+        # Every argument as saved: an explicit `None` (no metrics, say) stays
+        # `None` rather than becoming the model's "auto" default.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def make_train_function(self, force=False):
+        if self.built and self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
+        return super().make_train_function(force=force)
+
+    def train_step(self, data):
+        with self._after_arrival(data):
+            return super().train_step(data)
+
+    def test_step(self, data):
+        with self._after_arrival(data):
+            return super().test_step(data)
+
+    def _after_arrival(self, data):
+        if self.jit_compile or tf.executing_eagerly():
+            return contextlib.nullcontext()
+        tensors = [t for t in tf.nest.flatten(data, expand_composites=True) if t is not None]
+        return tf.control_dependencies([tf.group(*tensors, name="batch_arrived")])
 
     def _compile_defaults(self):
         """What `"auto"` means for each `compile()` argument.

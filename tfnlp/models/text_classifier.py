@@ -45,7 +45,7 @@ def classifier_size(num_classes, labels):
 
 def checked_preprocessor(preprocessor, vocabulary_size, max_sequence_length=None):
     """`preprocessor` (a `BertPreprocessor`, its config, or None) that fits the model's tables."""
-    preprocessor = preprocessing_object("preprocessor", preprocessor, BertPreprocessor)
+    preprocessor = preprocessing_object("preprocessor", preprocessor, TextClassifier.preprocessor_cls)
     if preprocessor is None:
         return None
     tokens = preprocessor.tokenizer.vocabulary_size()
@@ -79,6 +79,8 @@ class TextClassifier(Task):
     preprocessor. Subclasses set `preprocessor`, `labels` and `num_classes`
     (see `classifier_size`, `checked_preprocessor`).
     """
+
+    preprocessor_cls = BertPreprocessor
 
     def _compile_defaults(self):
         return {

@@ -161,11 +161,10 @@ class UniLM(CallsBackboneLayers, Task):
         Language Understanding and Generation", 2019, sections 2 and 3.
     """
 
+    backbone_cls = UniLMBackbone
+
     def __init__(self, backbone, tokenizer=None, source_length=None, max_length=None, **kwargs):
-        if isinstance(backbone, dict):
-            backbone = keras.saving.deserialize_keras_object(backbone)
-        if not isinstance(backbone, UniLMBackbone):
-            raise ValueError(f"`backbone` must be a UniLMBackbone, got {type(backbone).__name__}.")
+        backbone = self._backbone_object(backbone)
         tokenizer = checked_tokenizer(
             "tokenizer", tokenizer, backbone.vocabulary_size, "`vocabulary_size`"
         )
