@@ -20,7 +20,7 @@ install: $(STAMP)
 # reviews (masked LM, token embeddings started from PPMI-SVD vectors), fine-tune
 # it on the labelled reviews (mean pooling; next to TF-IDF and the same
 # classifier from scratch), export it. Why these settings: docs/results.md.
-PRETRAIN_BERT := $(BIN)/python examples/pretrain_bert.py --preset bert_tiny --sequence-length 128 \
+PRETRAIN_BERT := $(BIN)/python examples/pretrain_bert.py --architecture bert_tiny --sequence-length 128 \
 	--steps 4000 --steps-per-epoch 500 --learning-rate 1e-3 --no-next-sentence --review-texts \
 	--domain-repeats 4 --dropout 0 --dtype-policy auto --token-embeddings ppmi \
 	--output runs/bert_pretrain

@@ -75,7 +75,7 @@ def tfnlp_model(preset, policy, jit):
 def keras_hub_model(preset, policy, jit):
     import keras_hub
 
-    size = models.BERT_PRESETS[preset]
+    size = models.BERT_ARCHITECTURES[preset]
     backbone = keras_hub.models.BertBackbone(
         VOCABULARY, size["num_layers"], size["num_heads"], size["hidden_dim"],
         4 * size["hidden_dim"], max_sequence_length=LENGTH, dtype=policy,
@@ -123,7 +123,7 @@ def prepared(builder, preset, policy, jit):
 
 def matmul_flops(preset, training):
     """Matmul FLOPs of one step (2 m k n per product; backward = 2x forward)."""
-    size = models.BERT_PRESETS[preset]
+    size = models.BERT_ARCHITECTURES[preset]
     hidden, layers = size["hidden_dim"], size["num_layers"]
     per_token = layers * (
         2 * (4 * hidden * hidden + 2 * hidden * 4 * hidden)  # Q, K, V, output; feed-forward
@@ -146,7 +146,7 @@ def skipped_flops(preset):
     and backward). MFU counts the full model's FLOPs for both sides, as
     usual; `train_tfnlp_executed_mfu` counts only those tfnlp runs.
     """
-    hidden = models.BERT_PRESETS[preset]["hidden_dim"]
+    hidden = models.BERT_ARCHITECTURES[preset]["hidden_dim"]
     per_token = 2 * (2 * hidden * hidden + 2 * hidden * 4 * hidden) + 2 * 2 * LENGTH * hidden
     return 3 * BATCH * (LENGTH - 1 - PREDICTIONS) * per_token
 

@@ -486,7 +486,7 @@ def main():
     parser.add_argument("--vocabulary-reviews", type=int, default=None,
                         help="learn the vocabulary from the first N training reviews (all)")
     parser.add_argument("--translator-preset", default="transformer_small",
-                        help='a TRANSFORMER_PRESETS name, or "tiny" (1 + 1 layers x 64)')
+                        help='a TRANSFORMER_ARCHITECTURES name, or "tiny" (1 + 1 layers x 64)')
     parser.add_argument("--translator-vocabulary-size", type=int, default=8000,
                         help="per language")
     parser.add_argument("--translator-pairs", type=int, default=None,

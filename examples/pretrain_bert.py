@@ -6,7 +6,7 @@ reports masked-LM and NSP accuracy on held-out chapters next to the
 baselines (the most frequent masked token; 50% for NSP). Writes
 `vocab.txt`, `backbone.keras` and TensorBoard logs under `--output`.
 
-    python examples/pretrain_bert.py --preset bert_mini --steps 2000
+    python examples/pretrain_bert.py --architecture bert_mini --steps 2000
 
 Your own unlabelled text joins the novels with `--domain-texts` (a TSV, CSV
 or JSONL file; `--domain-text-column` names the column), the training
@@ -42,7 +42,8 @@ import tensorflow as tf  # noqa: E402
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="bert_mini", choices=sorted(models.BERT_PRESETS))
+    parser.add_argument("--architecture", "--preset", dest="architecture",  # --preset: until the next release
+                        default="bert_mini", choices=sorted(models.BERT_ARCHITECTURES))
     parser.add_argument("--vocabulary-size", type=int, default=8000)
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--max-predictions", type=int, default=20)
@@ -187,7 +188,7 @@ def main(argv=None):
     held_out = held_out.apply(tf.data.experimental.assert_cardinality(count))
 
     backbone = models.BertBackbone.from_architecture(
-        args.preset, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
+        args.architecture, vocabulary_size=len(vocabulary), max_sequence_length=args.sequence_length,
         dtype=args.dtype_policy, dropout=args.dropout,
     )
     if args.token_embeddings == "ppmi":
@@ -239,7 +240,7 @@ def main(argv=None):
         result["nsp_majority_baseline"] = float(max(nsp_labels.mean(), 1 - nsp_labels.mean()))
     result.update({
         "steps": epochs * min(args.steps, args.steps_per_epoch),
-        "preset": args.preset,
+        "architecture": args.architecture,
         "dtype_policy": args.dtype_policy,
         "next_sentence": args.next_sentence,
         "dropout": args.dropout,

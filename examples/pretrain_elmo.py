@@ -58,7 +58,8 @@ def targets_of(dataset, size):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="elmo_small", choices=sorted(models.ELMO_PRESETS))
+    parser.add_argument("--architecture", "--preset", dest="architecture",  # --preset: until the next release
+                        default="elmo_small", choices=sorted(models.ELMO_ARCHITECTURES))
     parser.add_argument("--units", type=int, default=None, help="override the preset's LSTM cells")
     parser.add_argument("--projection-dim", type=int, default=None, help="override the preset")
     parser.add_argument("--num-sampled", type=int, default=None, help="override the preset")
@@ -106,7 +107,7 @@ def main(argv=None):
             overrides[name] = getattr(args, name)
     if args.filters:
         overrides["filters"] = [tuple(int(n) for n in f.split(":")) for f in args.filters.split(",")]
-    bilm = models.ELMoBiLM.from_architecture(args.preset, len(vocabulary), **overrides)
+    bilm = models.ELMoBiLM.from_architecture(args.architecture, len(vocabulary), **overrides)
     bilm.compile(optimizer=keras.optimizers.Adam(args.learning_rate, global_clipnorm=10.0))
 
     validation = batches(sentences("validation", args.max_eval_sentences), shuffle=False)
@@ -140,7 +141,7 @@ def main(argv=None):
         "parameters_without_softmax": bilm.count_params() - bilm.word_softmax.count_params(),
         "train_seconds": round(train_seconds, 1),
         "dtype": args.dtype,
-        "preset": args.preset,
+        "architecture": args.architecture,
     }
     with tf.summary.create_file_writer(os.path.join(args.logs, "test")).as_default():
         for direction in ("forward", "backward"):

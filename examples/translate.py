@@ -33,8 +33,9 @@ import tensorflow as tf  # noqa: E402
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", default="transformer_small",
-                        choices=sorted(models.TRANSFORMER_PRESETS))
+    parser.add_argument("--architecture", "--preset", dest="architecture",  # --preset: until the next release
+                        default="transformer_small",
+                        choices=sorted(models.TRANSFORMER_ARCHITECTURES))
     parser.add_argument("--num-layers", type=int, default=None,
                         help="override the preset's encoder and decoder depth")
     parser.add_argument("--vocabulary-size", type=int, default=8000, help="per language")
@@ -112,7 +113,7 @@ def main(argv=None):
     depth = {} if args.num_layers is None else {
         "num_encoder_layers": args.num_layers, "num_decoder_layers": args.num_layers}
     model = models.TransformerSeq2Seq.from_architecture(
-        args.preset, len(source_vocabulary), len(target_vocabulary), **depth)
+        args.architecture, len(source_vocabulary), len(target_vocabulary), **depth)
     model.compile(
         optimizer=keras.optimizers.Adam(
             training.InverseSquareRootDecay(args.learning_rate, args.warmup_steps),

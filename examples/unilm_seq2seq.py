@@ -44,7 +44,8 @@ import tensorflow as tf  # noqa: E402
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pretrained", default=None, help="dir with vocab.txt + backbone.keras")
-    parser.add_argument("--preset", default="bert_tiny", help="without --pretrained")
+    parser.add_argument("--architecture", "--preset", dest="architecture",  # --preset: until the next release
+                        default="bert_tiny", help="without --pretrained")
     parser.add_argument("--vocabulary-size", type=int, default=8000)
     parser.add_argument("--pretrain-steps", type=int, default=1000,
                         help="four-objective UniLM pretraining steps")
@@ -111,7 +112,7 @@ def start(args):
     texts += [t for pair in datasets.read_text_pairs("bible_archaic_modern", "train") for t in pair]
     vocabulary = data.learn_wordpiece_vocabulary(texts, args.vocabulary_size, progress=False)
     backbone = models.UniLMBackbone.from_architecture(
-        args.preset, vocabulary_size=len(vocabulary), max_sequence_length=128)
+        args.architecture, vocabulary_size=len(vocabulary), max_sequence_length=128)
     return data.WordPieceTokenizer(vocabulary), backbone
 
 
@@ -208,7 +209,7 @@ def main(argv=None):
         fit_phase(model, batches, args.lm_learning_rate, args.lm_steps, logs, "left_to_right")
     pretrain_seconds = time.time() - started
     results = {"options": {name: getattr(args, name) for name in (
-        "pretrained", "preset", "pretrain_steps", "lm_steps", "lm_sequence_length",
+        "pretrained", "architecture", "pretrain_steps", "lm_steps", "lm_sequence_length",
         "lm_learning_rate", "lm_batch_size", "epochs", "learning_rate", "fine_tuning",
         "masking_rate", "seed")}}
     # The language model as pretrained, before the seq2seq fine-tuning

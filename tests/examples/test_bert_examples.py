@@ -35,7 +35,7 @@ def pretrained(tmp_path_factory):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = pretrain_bert.main([
-            "--preset", "bert_tiny", "--vocabulary-size", "2000", "--sequence-length", "64",
+            "--architecture", "bert_tiny", "--vocabulary-size", "2000", "--sequence-length", "64",
             "--max-predictions", "10", "--steps", "1600", "--steps-per-epoch", "400",
             "--learning-rate", "1e-3", "--dropout", "0", "--max-documents", "150", "--eval-batches", "40",
             "--cache-batches", "400", "--shuffle-buffer", "1000", "--output", str(output),
@@ -94,7 +94,7 @@ def test_pretraining_reads_the_users_texts_for_masked_lm_alone(tmp_path, capsys)
     ]
     (tmp_path / "mine.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     common = [
-        "--preset", "bert_tiny", "--vocabulary-size", "600", "--sequence-length", "32",
+        "--architecture", "bert_tiny", "--vocabulary-size", "600", "--sequence-length", "32",
         "--max-predictions", "5", "--steps", "40", "--steps-per-epoch", "20",
         "--max-documents", "10", "--eval-batches", "2", "--no-next-sentence",
         "--domain-texts", str(tmp_path / "mine.tsv"), "--review-texts",

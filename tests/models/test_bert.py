@@ -55,7 +55,7 @@ def test_compact_presets_match_hugging_face_models_of_the_released_configs(monke
     monkeypatch.setattr(bert_backbone, "bert_kernel_initializer", keras.initializers.Zeros)
     released = {"bert_tiny": (2, 128, 2), "bert_mini": (4, 256, 4), "bert_small": (4, 512, 8),
                 "bert_medium": (8, 512, 8)}
-    assert set(released) | {"bert_base", "bert_large"} == set(models.BERT_PRESETS)
+    assert set(released) | {"bert_base", "bert_large"} == set(models.BERT_ARCHITECTURES)
     for name, (layers_, hidden, heads) in released.items():
         config = transformers.BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers_,
                                          num_attention_heads=heads, intermediate_size=4 * hidden)
@@ -388,3 +388,20 @@ def test_the_tanh_gelu_is_an_argument_kept_by_the_config_and_a_keras_file(tmp_pa
     assert_allclose(restored.backbone(x), approximate(x), atol=0.0)
     with pytest.raises(ValueError, match=r"`activation` must be one of \('gelu', 'gelu_approximate'\)"):
         models.BertBackbone(60, 1, 2, 16, activation="relu")
+
+
+@pytest.mark.parametrize("module, old, new", [
+    ("tfnlp.models", "BERT_PRESETS", "BERT_ARCHITECTURES"),
+    ("tfnlp.models", "ELMO_PRESETS", "ELMO_ARCHITECTURES"),
+    ("tfnlp.models", "TRANSFORMER_PRESETS", "TRANSFORMER_ARCHITECTURES"),
+    ("tfnlp.models.bert_backbone", "BERT_PRESETS", "BERT_ARCHITECTURES"),
+    ("tfnlp.models.elmo", "ELMO_PRESETS", "ELMO_ARCHITECTURES"),
+    ("tfnlp.models.transformer_seq2seq", "TRANSFORMER_PRESETS", "TRANSFORMER_ARCHITECTURES"),
+])
+def test_the_tables_renamed_from_presets_still_work_for_a_release(module, old, new):
+    module = __import__(module, fromlist=["_"])
+    with pytest.warns(DeprecationWarning, match=rf"`{module.__name__}.{old}` is deprecated .* use `{module.__name__}.{new}`"):
+        value = getattr(module, old)
+    assert value is getattr(module, new)
+    with pytest.raises(AttributeError, match="has no attribute 'NOT_A_TABLE'"):
+        module.NOT_A_TABLE  # noqa: B018

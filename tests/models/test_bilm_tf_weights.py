@@ -332,7 +332,7 @@ def test_saving_refuses_a_projection_bilm_tf_does_not_have(tmp_path):
 
 
 def test_elmo_original_options_round_trip():
-    preset = models.ELMO_PRESETS["elmo_original"]
+    preset = models.ELMO_ARCHITECTURES["elmo_original"]
     assert bilm_tf_options(preset) == PUBLISHED_OPTIONS
     config = options_from_bilm_tf(PUBLISHED_OPTIONS)
     bilm = models.ELMoBiLM.from_architecture("elmo_original", word_vocabulary_size=100, num_sampled=None)

@@ -4,6 +4,7 @@
   (positive ints, rates, finite floats, Keras activations and initializers).
 - `inputs`: call inputs, i.e. tensors' dtypes, static shapes and id ranges,
   and a Functional model's input dict.
+- `deprecation`: renamed public names, kept for one release with a warning.
 
 Both are re-exported here, so that modules call `_checks.positive_int(...)`.
 Private: the messages are part of tfnlp's behaviour (tests/test_bad_inputs.py),
@@ -28,6 +29,7 @@ from tfnlp._checks.arguments import (
     static_index,
     tied_embedding,
 )
+from tfnlp._checks.deprecation import renamed_attributes
 from tfnlp._checks.inputs import (
     errors_without_input_dump,
     has_positions,
@@ -61,6 +63,7 @@ __all__ = [
     "non_negative_int",
     "one_of",
     "positions_in_range",
+    "renamed_attributes",
     "positive_float",
     "positive_int",
     "rate",

@@ -1,7 +1,8 @@
 """tfnlp models: Functional backbones and the task models built on them."""
 
+from tfnlp import _checks
 from tfnlp.models.backbone import Backbone
-from tfnlp.models.bert_backbone import BERT_PRESETS, BertBackbone
+from tfnlp.models.bert_backbone import BERT_ARCHITECTURES, BertBackbone
 from tfnlp.models.bert_checkpoints import (
     load_google_checkpoint,
     load_hugging_face_checkpoint,
@@ -15,23 +16,27 @@ from tfnlp.models.bilm_tf_weights import (
     options_from_bilm_tf,
     save_bilm_tf_weights,
 )
-from tfnlp.models.elmo import ELMO_PRESETS, ELMoBiLM, ELMoEmbedder, elmo_batch
+from tfnlp.models.elmo import ELMO_ARCHITECTURES, ELMoBiLM, ELMoEmbedder, elmo_batch
 from tfnlp.models.transformer_classifier import TransformerClassifier
-from tfnlp.models.transformer_seq2seq import TRANSFORMER_PRESETS, TransformerSeq2Seq, seq2seq_batch
+from tfnlp.models.transformer_seq2seq import (
+    TRANSFORMER_ARCHITECTURES,
+    TransformerSeq2Seq,
+    seq2seq_batch,
+)
 from tfnlp.models.unilm import UniLM, unilm_batch
 from tfnlp.models.unilm_backbone import UniLMBackbone
 from tfnlp.models.unilm_checkpoints import load_unilm_checkpoint
 
 __all__ = [
-    "BERT_PRESETS",
+    "BERT_ARCHITECTURES",
     "Backbone",
     "BertBackbone",
     "BertClassifier",
     "BertPretrainer",
-    "ELMO_PRESETS",
+    "ELMO_ARCHITECTURES",
     "ELMoBiLM",
     "ELMoEmbedder",
-    "TRANSFORMER_PRESETS",
+    "TRANSFORMER_ARCHITECTURES",
     "TransformerClassifier",
     "TransformerSeq2Seq",
     "UniLM",
@@ -49,3 +54,10 @@ __all__ = [
     "seq2seq_batch",
     "unilm_batch",
 ]
+
+# Renamed 2026-11-29 (keras-hub's "preset" means released weights): for one release.
+__getattr__ = _checks.renamed_attributes(__name__, {
+    "BERT_PRESETS": ("BERT_ARCHITECTURES", BERT_ARCHITECTURES),
+    "ELMO_PRESETS": ("ELMO_ARCHITECTURES", ELMO_ARCHITECTURES),
+    "TRANSFORMER_PRESETS": ("TRANSFORMER_ARCHITECTURES", TRANSFORMER_ARCHITECTURES),
+})

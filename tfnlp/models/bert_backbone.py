@@ -14,7 +14,7 @@ from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models.backbone import Backbone
 
 # Sizes of Google's released BERT models (Turc et al., 2019 for the small ones).
-BERT_PRESETS = {
+BERT_ARCHITECTURES = {
     "bert_tiny": {"num_layers": 2, "hidden_dim": 128, "num_heads": 2},
     "bert_mini": {"num_layers": 4, "hidden_dim": 256, "num_heads": 4},
     "bert_small": {"num_layers": 4, "hidden_dim": 512, "num_heads": 8},
@@ -289,12 +289,12 @@ class BertBackbone(Backbone):
         """A backbone of a released BERT size (random weights).
 
         Args:
-            architecture: one of `BERT_PRESETS` (`"bert_tiny"` ... `"bert_large"`).
+            architecture: one of `BERT_ARCHITECTURES` (`"bert_tiny"` ... `"bert_large"`).
             vocabulary_size: int (30,522 for Google's English vocabulary).
             **overrides: any other constructor argument.
         """
-        _checks.one_of("architecture", architecture, sorted(BERT_PRESETS))
-        config = copy.deepcopy(BERT_PRESETS[architecture])
+        _checks.one_of("architecture", architecture, sorted(BERT_ARCHITECTURES))
+        config = copy.deepcopy(BERT_ARCHITECTURES[architecture])
         config.update(overrides)
         return cls(vocabulary_size=vocabulary_size, **config)
 
@@ -315,3 +315,6 @@ class BertBackbone(Backbone):
             "activation": self.activation,
         }
 
+
+# The name before 2026-11-29 (keras-hub's "preset" means released weights).
+__getattr__ = _checks.renamed_attributes(__name__, {"BERT_PRESETS": ("BERT_ARCHITECTURES", BERT_ARCHITECTURES)})

@@ -231,14 +231,14 @@ def bilm_tf_options(bilm):
     """The bilm-tf `options.json` (a dict) of an ELMo architecture.
 
     The inverse of `options_from_bilm_tf` on the architecture: for
-    `ELMO_PRESETS["elmo_original"]` it gives the options AllenNLP publishes
+    `ELMO_ARCHITECTURES["elmo_original"]` it gives the options AllenNLP publishes
     with `elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5`. Training settings
     (dropout, vocabulary, samples) are left out, as in the published files.
 
     Args:
         bilm: an `ELMoBiLM`, an `ELMoEmbedder` (its biLM), or a dict of
             `ELMoBiLM` arguments (missing ones take the constructor's
-            defaults; an `ELMO_PRESETS` entry works).
+            defaults; an `ELMO_ARCHITECTURES` entry works).
 
     Returns:
         dict with `"lstm"` and `"char_cnn"`, ready for `json.dump`.
@@ -249,7 +249,7 @@ def bilm_tf_options(bilm):
 
     Example:
 
-    >>> options = bilm_tf_options(tfnlp.models.ELMO_PRESETS["elmo_original"])
+    >>> options = bilm_tf_options(tfnlp.models.ELMO_ARCHITECTURES["elmo_original"])
     >>> options["lstm"]["dim"], options["char_cnn"]["n_highway"], options["lstm"]["cell_clip"]
     (4096, 2, 3)
     """

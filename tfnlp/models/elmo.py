@@ -16,7 +16,7 @@ from tfnlp.models._mixins import FromConfig, FromPresetAlias
 from tfnlp.models.task import DEFAULT_BATCH_SIZE, Task, is_texts, string_tensor, text_rank
 from tfnlp.training.distribute import global_sum
 
-ELMO_PRESETS = {
+ELMO_ARCHITECTURES = {
     # Trains on a CPU in minutes (benchmarks/README.md has its speed).
     "elmo_small": {
         "num_layers": 2,
@@ -386,15 +386,15 @@ class ELMoBiLM(FromConfig, FromPresetAlias, Task):
 
     @classmethod
     def from_architecture(cls, architecture, word_vocabulary_size, **overrides):
-        """A model of a size from `ELMO_PRESETS` (random weights).
+        """A model of a size from `ELMO_ARCHITECTURES` (random weights).
 
         Args:
             architecture: `"elmo_small"` or `"elmo_original"`.
             word_vocabulary_size: int.
             **overrides: any other constructor argument.
         """
-        _checks.one_of("architecture", architecture, sorted(ELMO_PRESETS))
-        return cls(word_vocabulary_size=word_vocabulary_size, **{**ELMO_PRESETS[architecture], **overrides})
+        _checks.one_of("architecture", architecture, sorted(ELMO_ARCHITECTURES))
+        return cls(word_vocabulary_size=word_vocabulary_size, **{**ELMO_ARCHITECTURES[architecture], **overrides})
 
     def get_config(self):
         return {
@@ -592,3 +592,7 @@ class ELMoEmbedder(Task):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+# The name before 2026-11-29 (keras-hub's "preset" means released weights).
+__getattr__ = _checks.renamed_attributes(__name__, {"ELMO_PRESETS": ("ELMO_ARCHITECTURES", ELMO_ARCHITECTURES)})

@@ -41,7 +41,7 @@ from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 
 # "Attention Is All You Need", table 3 (base and big), and a size that trains here.
-TRANSFORMER_PRESETS = {
+TRANSFORMER_ARCHITECTURES = {
     "transformer_small": {
         "num_encoder_layers": 3, "num_decoder_layers": 3, "hidden_dim": 256, "num_heads": 4,
         "intermediate_dim": 1024, "dropout": 0.1,
@@ -766,7 +766,7 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
 
     @classmethod
     def from_architecture(cls, architecture, source_vocabulary_size, target_vocabulary_size=None, **overrides):
-        """A model of a size from `TRANSFORMER_PRESETS` (random weights).
+        """A model of a size from `TRANSFORMER_ARCHITECTURES` (random weights).
 
         Args:
             architecture: `"transformer_small"`, `"transformer_base"` or
@@ -775,8 +775,8 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
             target_vocabulary_size: int or None (shared vocabulary).
             **overrides: any other constructor argument.
         """
-        _checks.one_of("architecture", architecture, sorted(TRANSFORMER_PRESETS))
-        config = copy.deepcopy(TRANSFORMER_PRESETS[architecture])
+        _checks.one_of("architecture", architecture, sorted(TRANSFORMER_ARCHITECTURES))
+        config = copy.deepcopy(TRANSFORMER_ARCHITECTURES[architecture])
         config.update(overrides)
         return cls(source_vocabulary_size, target_vocabulary_size, **config)
 
@@ -804,3 +804,7 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
             "source_length": self.source_length,
             "target_length": self.target_length,
         }
+
+
+# The name before 2026-11-29 (keras-hub's "preset" means released weights).
+__getattr__ = _checks.renamed_attributes(__name__, {"TRANSFORMER_PRESETS": ("TRANSFORMER_ARCHITECTURES", TRANSFORMER_ARCHITECTURES)})
