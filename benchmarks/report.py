@@ -18,6 +18,19 @@ Missing or unreadable files are reported in the summary, never fatal;
 without matplotlib only the Markdown is written.
 
     python benchmarks/report.py [--results benchmarks/results] [--output PATH] [--no-plots]
+
+It also writes the rows of the tables of `benchmarks/README.md` whose figures
+come from tracked JSON files (`SECTIONS`: the H100 run in `gpu_h100/`), one
+row per measured figure with the machine and versions the JSON records, the
+commit that last changed the JSON (`git log`) and the command that wrote it
+(the file's row in the README.md next to it). In the page each such table
+sits between `<!-- report:begin NAME -->` and `<!-- report:end NAME -->`:
+
+    python benchmarks/report.py --markdown gpu_bert        # print one table
+    python benchmarks/report.py --update benchmarks/README.md  # rewrite every table
+    python benchmarks/report.py --check benchmarks/README.md   # exit 1 if one is stale
+
+These modes only read JSON; nothing is measured and TensorFlow is not imported.
 """
 
 import argparse
@@ -25,6 +38,8 @@ import glob
 import json
 import math
 import os
+import re
+import subprocess
 
 from _common import machine_line
 
@@ -318,12 +333,229 @@ def summary(loaded, directory, draw):
     return "\n".join(lines) + "\n"
 
 
+# --- Tables of benchmarks/README.md generated from tracked JSON ---
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCK = re.compile(r"(<!-- report:begin (\S+) -->\n).*?(<!-- report:end \2 -->)", re.S)
+NOT_RECORDED = "not recorded"
+
+
+def ratio(value):
+    """A same-run ratio, two decimals (1.1 -> 1.10)."""
+    return f"{value:.2f}" if is_number(value) else ""
+
+
+def percent(value):
+    """A fraction as a percentage, one decimal: 0.175 -> 17.5%."""
+    return f"{100 * value:.1f}%" if is_number(value) else ""
+
+
+def machine_cell(machine):
+    """`NVIDIA H100 80GB HBM3; 16-core Intel Xeon Processor host`, or a CPU's cores and flags."""
+    if not isinstance(machine, dict):
+        return NOT_RECORDED
+    cpu = re.sub(r"\((R|TM)\)", "", machine.get("cpu") or "unknown CPU")
+    cores = machine.get("cores", machine.get("cpus"))
+    cpu = f"{cores}-core {cpu}" if cores else cpu
+    if machine.get("gpus"):
+        return f"{', '.join(machine['gpus'])}; {cpu} host"
+    flags = machine.get("cpu_flags")
+    return f"{cpu} ({', '.join(flags)})" if flags else cpu
+
+
+def versions_cell(machine):
+    """The library versions the JSON recorded: `TF 2.21.0, Keras 3.15.1`."""
+    machine = machine if isinstance(machine, dict) else {}
+    parts = [f"{label} {machine[key]}" for key, label in
+             (("tensorflow", "TF"), ("keras", "Keras"), ("keras_hub", "keras-hub"))
+             if machine.get(key)]
+    return ", ".join(parts) or NOT_RECORDED
+
+
+def commit_of(path):
+    """Short hash of the last commit that changed `path`; None without git history."""
+    try:
+        shallow = subprocess.run(["git", "-C", ROOT, "rev-parse", "--is-shallow-repository"],
+                                 capture_output=True, text=True, timeout=30)
+        if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+            return None
+        found = subprocess.run(["git", "-C", ROOT, "log", "-1", "--abbrev=7", "--format=%h", "--",
+                                os.path.relpath(path, ROOT)],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (found.stdout.strip() or None) if found.returncode == 0 else None
+
+
+def command_of(path):
+    """The command that wrote `path`: the first code span of its row in the README.md beside it."""
+    readme = os.path.join(os.path.dirname(path), "README.md")
+    name = re.escape(os.path.basename(path))
+    try:
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    found = re.search(rf"^\| `{name}` \| `([^`]+)`", text, re.M)
+    return found.group(1).removeprefix("python benchmarks/") if found else None
+
+
+def provenance(path, machine):
+    """The four cells every generated row ends with: machine, versions, commit, command."""
+    command = command_of(path)
+    return [machine_cell(machine), versions_cell(machine), commit_of(path) or NOT_RECORDED,
+            f"`{command}`" if command else NOT_RECORDED]
+
+
+PROVENANCE = ["machine", "versions", "commit", "command"]
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def matmul_rows(paths):
+    """machine_benchmark.py: TFLOP/s of each product, without and with XLA."""
+    header = ["dtype", "product", "TFLOP/s, no XLA", "TFLOP/s, XLA", "XLA / no XLA"] + PROVENANCE
+    rows = []
+    for path in paths:
+        results = _read(path)
+        for row in results["rows"]["matmul"]:
+            product = row["shape"]
+            if row.get("what") != "square":
+                product += f": {row['what']}"
+            rows.append([row["dtype"], product, f"{row['no_xla_gflops'] / 1000:.1f}",
+                         f"{row['xla_gflops'] / 1000:.1f}", ratio(row.get("xla_speedup"))]
+                        + provenance(path, results.get("machine")))
+    return header, rows
+
+
+def _peaks(paths):
+    """{dtype: GFLOP/s} of the machine benchmark in the same directory, if there is one."""
+    machine = os.path.join(os.path.dirname(paths[0]), "machine_gpu.json")
+    try:
+        return _read(machine).get("peak_gflops", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def bert_rows(paths):
+    """bert_benchmark.py: tfnlp vs keras-hub training tokens/s, MFU, train and inference ratios.
+
+    MFU is against the matmul peak of the machine benchmark beside the files
+    (the same reference for every row), else the script's own end-of-run peak.
+    """
+    peaks = _peaks(paths)
+    header = ["preset", "policy", "XLA", "tfnlp train tok/s (MFU)", "keras-hub train tok/s (MFU)",
+              "train: keras-hub time / tfnlp", "inference: the same"] + PROVENANCE
+    rows = []
+    for path in paths:
+        results = _read(path)
+        for row in results["rows"]:
+            peak = peaks.get("bfloat16" if "bfloat16" in row["policy"] else "float32")
+
+            def mfu(side, row=row, peak=peak):
+                if peak:
+                    return percent(row[f"train_{side}_gflops"] / peak)
+                return percent(row.get(f"train_{side}_mfu"))
+
+            rows.append([row["preset"], row["policy"], "yes" if row.get("jit_compile") else "no",
+                         f"{fmt(row['train_tfnlp_tokens_per_s'])} ({mfu('tfnlp')})",
+                         f"{fmt(row['train_keras_hub_tokens_per_s'])} ({mfu('keras_hub')})",
+                         ratio(row["train_speedup"]), ratio(row["infer_speedup"])]
+                        + provenance(path, results.get("machine")))
+    return header, rows
+
+
+def generation_rows(paths):
+    """generation_benchmark.py: ms per decoding step vs keras-hub, and the cache's speed-up."""
+    header = ["64 new tokens, 16 sources of 32 tokens", "tfnlp", "baseline, same run",
+              "baseline time / tfnlp"] + PROVENANCE
+    rows = []
+    for path in paths:
+        results = _read(path)
+        tables, machine = results["rows"], results.get("machine")
+        for key, what, other in (("vs_keras_hub", "UniLM vs GPT-2", "GPT-2"),
+                                 ("translator_vs_keras_hub", "translator vs BART", "BART")):
+            for row in tables.get(key, []):
+                xla = "with XLA" if row["jit_compile (both)"] else "without XLA"
+                rows.append([f"{what}, greedy, {xla}", f"{fmt(row['tfnlp_ms_per_step'])} ms/step",
+                             f"keras-hub {other} {fmt(row['keras_hub_ms_per_step'])} ms/step",
+                             ratio(row["keras_hub_time_over_tfnlp"])] + provenance(path, machine))
+        for row in tables.get("cache_vs_recomputation", []):
+            search = "greedy" if row["beam_size"] == 1 else f"beam {row['beam_size']}"
+            rows.append([f"UniLM cache vs recomputation, {search}, without XLA",
+                         f"cached {fmt(row['cached_tokens_per_s'])} tok/s",
+                         f"recomputed {fmt(row['recomputed_tokens_per_s'])} tok/s",
+                         ratio(row["cache_speedup"])] + provenance(path, machine))
+    return header, rows
+
+
+# name: (JSON files, relative to the repository root; the function that tables them)
+SECTIONS = {
+    "gpu_matmul": (["benchmarks/gpu_h100/machine_gpu.json"], matmul_rows),
+    "gpu_bert": (["benchmarks/gpu_h100/bert_gpu_nojit.json",
+                  "benchmarks/gpu_h100/bert_gpu_jit.json"], bert_rows),
+    "gpu_bert_batch256": (["benchmarks/gpu_h100/bert_gpu_batch256.json"], bert_rows),
+    "gpu_generation": (["benchmarks/gpu_h100/generation_gpu.json"], generation_rows),
+}
+
+
+def section(name):
+    """The Markdown table of one of `SECTIONS`, without the markers."""
+    paths, build = SECTIONS[name]
+    header, rows = build([os.path.join(ROOT, p) for p in paths])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def update(text):
+    """`text` with every `report:begin NAME` ... `report:end NAME` block regenerated."""
+    def replace(found):
+        name = found.group(2)
+        if name not in SECTIONS:
+            raise KeyError(f"no generated table named {name!r} (known: {', '.join(SECTIONS)})")
+        return found.group(1) + section(name) + found.group(3)
+
+    return BLOCK.sub(replace, text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", default="benchmarks/results")
     parser.add_argument("--output", default=None, help="default RESULTS/summary.md")
     parser.add_argument("--no-plots", action="store_true")
+    generated = parser.add_mutually_exclusive_group()
+    generated.add_argument("--markdown", choices=sorted(SECTIONS),
+                           help="print one generated table of benchmarks/README.md")
+    generated.add_argument("--update", metavar="PAGE",
+                           help="regenerate the report:begin/end tables of PAGE in place")
+    generated.add_argument("--check", metavar="PAGE",
+                           help="exit 1 if a report:begin/end table of PAGE is stale")
     args = parser.parse_args()
+    if args.markdown:
+        print(section(args.markdown), end="")
+        return
+    if args.update or args.check:
+        page = args.update or args.check
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        new = update(text)
+        if args.check:
+            pairs = zip(BLOCK.finditer(text), BLOCK.finditer(new), strict=True)
+            stale = [old.group(2) for old, fresh in pairs if old.group(0) != fresh.group(0)]
+            if stale:
+                raise SystemExit(f"{page}: stale generated tables: {', '.join(stale)} "
+                                 f"(python benchmarks/report.py --update {page})")
+            print(f"{page}: {len(BLOCK.findall(text))} generated tables up to date")
+            return
+        if new != text:
+            with open(page, "w", encoding="utf-8") as f:
+                f.write(new)
+        print(f"{page}: {len(BLOCK.findall(text))} generated tables written")
+        return
     output = args.output or os.path.join(args.results, "summary.md")
     os.makedirs(args.results, exist_ok=True)
     loaded = load(args.results)
