@@ -16,6 +16,10 @@ No compatibility folding (NFKC) happens: full-width `１`, `Ａ` and `，` stay
 what they are, as in BERT. The per-character answers come from Python's
 `unicodedata` (`_unicode_tables.py`) and are baked into the graph as
 constants. Speed: `benchmarks/tokenizer_benchmark.py`.
+
+`bert_words_with_offsets` also says where each word is in the input: every
+character carries, through these steps, the index of the input character
+it came from.
 """
 
 import functools
@@ -66,10 +70,16 @@ def _sparse_lookup(keys, code_points):
 # cheaper to trace and run than RaggedTensors rebuilt at every step.
 
 
-def _replace(flat, row_ids, pieces):
-    """Each code point replaced by its row of `pieces` (M, K), -1 = none: (flat, row_ids)."""
+def _replace(flat, row_ids, pieces, source):
+    """Each code point replaced by its row of `pieces` (M, K), -1 = none: (flat, row_ids, source)."""
     keep = pieces >= 0
-    return tf.boolean_mask(pieces, keep), tf.repeat(row_ids, tf.reduce_sum(tf.cast(keep, tf.int32), axis=1))
+    counts = tf.reduce_sum(tf.cast(keep, tf.int32), axis=1)
+    return tf.boolean_mask(pieces, keep), tf.repeat(row_ids, counts), _carried(tf.repeat, source, counts)
+
+
+def _carried(op, source, *args):
+    """`op(source, *args)`, or None when no source is carried (`bert_words` carries none)."""
+    return None if source is None else op(source, *args)
 
 
 def _with_rows_alone(flat):
@@ -79,11 +89,12 @@ def _with_rows_alone(flat):
 
 
 def _clean(tables, flat, row_ids):
-    """Step 1: control characters out, whitespace to spaces; and each character's class."""
+    """Step 1: control characters out, whitespace to spaces; each character's class, and
+    which characters were kept."""
     kind = _run_value(tables, "class", flat)
     keep = tf.not_equal(kind, unicode_tables.DROP)
     flat = tf.where(tf.equal(kind, unicode_tables.SPACE), _SPACE, flat)
-    return tf.boolean_mask(flat, keep), tf.boolean_mask(row_ids, keep), tf.boolean_mask(kind, keep)
+    return tf.boolean_mask(flat, keep), tf.boolean_mask(row_ids, keep), tf.boolean_mask(kind, keep), keep
 
 
 def _neighbour_cased(context, row_ids, step):
@@ -122,10 +133,10 @@ def _lower(tables, flat, row_ids):
     return tf.cond(has_sigma, with_final_sigma, lambda: lowered)
 
 
-def _strip_accents_in_order(tables, flat, row_ids):
+def _strip_accents_in_order(tables, flat, row_ids, source):
     """NFD in canonical order, then without non-spacing marks: the general case."""
     found, pieces = _decomposition(tables, "nfd", flat)
-    flat, row_ids = _replace(flat, row_ids, tf.where(found[:, None], pieces, _with_rows_alone(flat)))
+    flat, row_ids, source = _replace(flat, row_ids, tf.where(found[:, None], pieces, _with_rows_alone(flat)), source)
     combining = _run_value(tables, "combining", flat)
     kept = tf.equal(_run_value(tables, "mark", flat), 0)
     # Canonical order sorts each run of combining characters (class > 0) by
@@ -134,44 +145,53 @@ def _strip_accents_in_order(tables, flat, row_ids):
     run = tf.math.cumsum(tf.cast(starts, tf.int64))
     order = tf.argsort(tf.where(kept, run * 256 + tf.cast(combining, tf.int64), run * 256), stable=True)
     flat, kept, row_ids = tf.gather(flat, order), tf.gather(kept, order), tf.gather(row_ids, order)
-    return tf.boolean_mask(flat, kept), tf.boolean_mask(row_ids, kept)
+    source = _carried(tf.gather, source, order)
+    return tf.boolean_mask(flat, kept), tf.boolean_mask(row_ids, kept), _carried(tf.boolean_mask, source, kept)
 
 
-def _strip_accents(tables, flat, row_ids):
-    """NFD, then without non-spacing marks (Mn).
+def _strip_accents(tables, flat, row_ids, source=None):
+    """NFD, then without non-spacing marks (Mn): (flat, row_ids, source).
 
     Each character maps to its decomposition less its marks (`é` -> `e`, a
     mark -> nothing, a Hangul syllable -> its jamo). Canonical reordering
     changes nothing then, unless a combining character that is not a mark
     (U+1D165, ...) is there: that rare case takes the general path.
+    `source` (M,), when given, is carried along: each character that comes
+    out keeps the `source` of the character it came from.
     """
     found, pieces = _decomposition(tables, "strip", flat)  # (M,), (M, 4)
 
     def one_to_one():  # every character gives at most one: no expansion
         values = tf.where(found, pieces[:, 0], flat)
         keep = values >= 0
-        return tf.boolean_mask(values, keep), tf.boolean_mask(row_ids, keep)
+        return tf.boolean_mask(values, keep), tf.boolean_mask(row_ids, keep), _carried(tf.boolean_mask, source, keep)
 
     def expanded():
-        return _replace(flat, row_ids, tf.where(found[:, None], pieces, _with_rows_alone(flat)))
+        return _replace(flat, row_ids, tf.where(found[:, None], pieces, _with_rows_alone(flat)), source)
 
     def stripped():
         return tf.cond(tf.reduce_all(~found | (pieces[:, 1] < 0)), one_to_one, expanded)
 
     needs_order = tf.reduce_any(tf.not_equal(_run_value(tables, "reorder", flat), 0))
-    return tf.cond(needs_order, lambda: _strip_accents_in_order(tables, flat, row_ids), stripped)
+    return tf.cond(needs_order, lambda: _strip_accents_in_order(tables, flat, row_ids, source), stripped)
 
 
-def _words(flat, row_ids, alone, nrows):
-    """Split at spaces and around each character where `alone` holds: ragged `(N, None)` strings."""
+def _word_starts(flat, row_ids, alone):
+    """Split at spaces and around each character where `alone` holds: (the characters that
+    are not spaces, and of those the ones that start a word)."""
     previous_row = tf.concat([[-1], row_ids[:-1]], 0)
     space = tf.equal(flat, _SPACE)
     after_space = tf.not_equal(row_ids, previous_row) | tf.concat([[True], space[:-1]], 0)
     keep = ~space
-    flat, row_ids = tf.boolean_mask(flat, keep), tf.boolean_mask(row_ids, keep)
+    row_ids = tf.boolean_mask(row_ids, keep)
     after_space, alone = tf.boolean_mask(after_space, keep), tf.boolean_mask(alone, keep)
     first = tf.not_equal(row_ids, tf.concat([[-1], row_ids[:-1]], 0))
-    start = first | after_space | alone | tf.concat([[False], alone[:-1]], 0)
+    return keep, first | after_space | alone | tf.concat([[False], alone[:-1]], 0)
+
+
+def _words(flat, row_ids, keep, start, nrows):
+    """The words that `_word_starts` found: ragged `(N, None)` strings."""
+    flat, row_ids = tf.boolean_mask(flat, keep), tf.boolean_mask(row_ids, keep)
     word_ids = tf.math.cumsum(tf.cast(start, tf.int64)) - 1
     words = tf.RaggedTensor.from_value_rowids(
         flat, word_ids, nrows=tf.reduce_sum(tf.cast(start, tf.int64)), validate=False)
@@ -185,23 +205,96 @@ def bert_words(texts, lower_case):
     return _traced(bool(lower_case))(texts)
 
 
+def bert_words_with_offsets(texts, lower_case):
+    """BERT's words of each text of `texts` (1-D `tf.string`, any bytes) and where they are.
+
+    Returns `(words, byte_starts, byte_ends, char_starts, char_ends)`, each
+    ragged `(N, None)` with the same row splits: the words (normalised
+    strings, as `bert_words` gives them for the text with its invalid UTF-8
+    replaced), then each word's span `[start, end)` in the text as given, in
+    bytes and in code points (each invalid UTF-8 sequence counting as one,
+    as in `text.decode("utf-8", "replace")`).
+
+    Normalisation never moves a character across another, so every
+    character of a word is tracked back to the input character it came from
+    (`é` -> `e` comes from `é`; `İ` -> `i` from `İ`): a word spans its first
+    to its last such input character, and then the characters that accent
+    stripping removed right after it (`e` + U+0301: the mark is the word's);
+    characters dropped as control characters (and invalid UTF-8) are in a
+    span only when they are between two characters it covers.
+    """
+    return _traced_with_offsets(bool(lower_case))(texts)
+
+
 @functools.cache
 def _traced(lower_case):
     return tf.function(lambda texts: _bert_words(texts, lower_case), autograph=False,
                        input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
 
 
+@functools.cache
+def _traced_with_offsets(lower_case):
+    return tf.function(lambda texts: _bert_words_with_offsets(texts, lower_case), autograph=False,
+                       input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
+
+
+def _row_ids(chars):
+    # Not `chars.value_rowids()`: its tf.repeat takes memory of (texts x
+    # longest text), 13 GB for 14k empty texts next to one of 100 kB.
+    count = tf.shape(chars.flat_values, out_type=chars.row_splits.dtype)[0]
+    return tf.searchsorted(chars.row_splits[1:], tf.range(count), side="right", out_type=tf.int32)
+
+
 def _bert_words(texts, lower_case):
     tables = _Tables()
     chars = tf.strings.unicode_decode(texts, "UTF-8")
-    flat = chars.flat_values
-    # Not `chars.value_rowids()`: its tf.repeat takes memory of (texts x
-    # longest text), 13 GB for 14k empty texts next to one of 100 kB.
-    row_ids = tf.searchsorted(chars.row_splits[1:], tf.range(tf.shape(flat, out_type=chars.row_splits.dtype)[0]),
-                              side="right", out_type=tf.int32)
-    flat, row_ids, kind = _clean(tables, flat, row_ids)
+    flat, row_ids, kind, _ = _clean(tables, chars.flat_values, _row_ids(chars))
     if lower_case:
-        flat, row_ids = _strip_accents(tables, _lower(tables, flat, row_ids), row_ids)
+        flat, row_ids, _ = _strip_accents(tables, _lower(tables, flat, row_ids), row_ids)
         kind = _run_value(tables, "class", flat)  # CJK stays CJK; what is punctuation now
     alone = tf.equal(kind, unicode_tables.CJK) | tf.equal(kind, unicode_tables.PUNCT)
-    return _words(flat, row_ids, alone, tf.cast(chars.nrows(), tf.int64))
+    keep, start = _word_starts(flat, row_ids, alone)
+    return _words(flat, row_ids, keep, start, tf.cast(chars.nrows(), tf.int64))
+
+
+def _bert_words_with_offsets(texts, lower_case):
+    tables = _Tables()
+    # Invalid UTF-8 -> U+FFFD (one per bad sequence, which `_clean` drops), offsets in the input.
+    chars, byte_offsets = tf.strings.unicode_decode_with_offsets(texts, "UTF-8", errors="replace")
+    code_points, input_rows = chars.flat_values, _row_ids(chars)  # (C,)
+    flat, row_ids, kind, kept = _clean(tables, code_points, input_rows)
+    origin = tf.where(kept)[:, 0]  # cleaned character -> input character
+    clean_rows = row_ids
+    source = tf.range(tf.shape(flat, out_type=tf.int64)[0])  # normalised character -> cleaned character
+    if lower_case:
+        flat, row_ids, source = _strip_accents(tables, _lower(tables, flat, row_ids), row_ids, source)
+        kind = _run_value(tables, "class", flat)
+    alone = tf.equal(kind, unicode_tables.CJK) | tf.equal(kind, unicode_tables.PUNCT)
+    not_space, start = _word_starts(flat, row_ids, alone)
+    words = _words(flat, row_ids, not_space, start, tf.cast(chars.nrows(), tf.int64))
+    word_ids = tf.math.cumsum(tf.cast(start, tf.int64)) - 1
+    word_count = tf.reduce_sum(tf.cast(start, tf.int64))
+    word_source = tf.boolean_mask(source, not_space)
+    first = tf.math.unsorted_segment_min(word_source, word_ids, word_count)  # cleaned indices
+    last = tf.math.unsorted_segment_max(word_source, word_ids, word_count)
+    # A word also takes the characters accent stripping removed after its last
+    # one: up to the next cleaned character that gave anything (spaces
+    # included) or that starts a text.
+    cleaned = tf.shape(clean_rows, out_type=tf.int64)[0]
+    gave = tf.scatter_nd(source[:, None], tf.ones_like(source), [cleaned]) > 0
+    starts_text = tf.not_equal(clean_rows, tf.concat([[-1], clean_rows[:-1]], 0))
+    stops = tf.concat([tf.where(gave | starts_text)[:, 0], [cleaned]], 0)  # sorted
+    last = tf.gather(stops, tf.searchsorted(stops, last, side="right")) - 1
+    first, last = tf.gather(origin, first), tf.gather(origin, last)  # input indices
+
+    byte_offsets = byte_offsets.flat_values
+    last_code_point = tf.gather(code_points, last)[:, None]  # valid: U+FFFD is never kept
+    last_size = 1 + tf.reduce_sum(tf.cast(last_code_point >= [0x80, 0x800, 0x10000], tf.int64), axis=1)
+    text_start = tf.gather(chars.row_splits, tf.gather(input_rows, first))
+    spans = (
+        tf.gather(byte_offsets, first),
+        tf.gather(byte_offsets, last) + last_size,
+        first - text_start,
+        last + 1 - text_start,
+    )
+    return (words,) + tuple(words.with_flat_values(span) for span in spans)

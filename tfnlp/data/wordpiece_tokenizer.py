@@ -50,6 +50,10 @@ class WordPieceTokenizer(PreprocessingLayer):
     split by the cut is dropped, so a long text gives exactly the tokens of
     its longest prefix of whole characters that fits.
 
+    `tokenize_words` gives the same ids grouped by word, with each word's
+    span in the text as given (byte and character offsets): what taggers,
+    readers and their exports use to go back from pieces to the text.
+
     Args:
         vocabulary: list of tokens, or the path of a `vocab.txt`. It must
             contain `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]` and `[MASK]`.
@@ -166,13 +170,86 @@ class WordPieceTokenizer(PreprocessingLayer):
                 ids, shape[axis], nrows=tf.reduce_prod(shape[:axis]), validate=False)  # a 0 inside too
         return ids
 
+    def tokenize_words(self, texts):
+        """BERT's words of each text, their WordPiece ids, and where they are in the text.
+
+        The one place where word pieces are mapped back to words and to the
+        input string: a tagger's labels, a reader's answer spans and their
+        exports all come from here. Words are BERT's (split at whitespace,
+        around punctuation and around every CJK character), their ids those
+        of `tokenizer(texts)` grouped by word. Each word's span `[start,
+        end)` is in the text *as given*, although normalisation changed it:
+        `Café`, `Cafe` + U+0301 (the combining mark included), `İstanbul`,
+        `ＧＤＰ` and `👍🏽` each span exactly what was written; control and
+        zero-width characters between words belong to none, a text's
+        invalid UTF-8 bytes are skipped but counted. Every character of a
+        word is tracked back to the input character it came from (BERT's
+        normalisation never moves one across another); a word spans its
+        first to its last such character, then the marks that accent
+        stripping removed right after it.
+
+        Offsets come twice: in UTF-8 bytes, for `tf.strings.substr(text, start,
+        end - start, unit="BYTE")` in a graph (always exact), and in Unicode
+        code points, which are Python's `str` indices (`text[start:end]`,
+        or `unit="UTF8_CHAR"` in a graph); in a text with invalid UTF-8 each
+        bad sequence counts as one code point, as in
+        `raw.decode("utf-8", "replace")`. Text beyond `max_input_bytes` is cut
+        first, as in `call`: the words past the cut are absent. In-graph
+        (`tf.data`, `tf.function`, SavedModels); `normalization="bert"` only.
+
+        Args:
+            texts: `tf.string` tensor `(B,)`, or a scalar for one text.
+
+        Returns:
+            A dict, `W` words per text: `"token_ids"`, int32 ragged `(B, W,
+            None)`, each word's pieces (a word of more than 100 characters:
+            one `[UNK]`); `"byte_starts"`, `"byte_ends"`, `"char_starts"`,
+            `"char_ends"`, int64 ragged `(B, W)`. For a scalar text: ragged
+            `(W, None)` and dense `(W,)`.
+
+        Example:
+
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "cat", "##s", "猫"]
+        >>> words = WordPieceTokenizer(vocab).tokenize_words(tf.constant(["Cats\\u200b Café 猫!"]))
+        >>> words["token_ids"].to_list()
+        [[[6, 7], [5], [8], [1]]]
+        >>> words["char_starts"].to_list(), words["char_ends"].to_list()
+        ([[0, 6, 11, 12]], [[4, 10, 12, 13]])
+        >>> words["byte_starts"].to_list(), words["byte_ends"].to_list()
+        ([[0, 8, 14, 17]], [[4, 13, 17, 18]])
+        """
+        if self.normalization != "bert":
+            raise ValueError(
+                f'`tokenize_words` needs normalization="bert"; this tokenizer has {self.normalization!r}.')
+        texts = tf.convert_to_tensor(texts)
+        if texts.dtype != tf.string:
+            raise TypeError(f"`texts` must be tf.string, got {texts.dtype.name}.")
+        if texts.shape.rank not in (0, 1):
+            raise ValueError(f"`texts` must be a scalar or 1-D (B,), got shape {texts.shape}.")
+        # The same cut as `call`; invalid UTF-8 is replaced while decoding, keeping byte offsets.
+        text = cut_at_character(texts, self.max_input_bytes)
+        batch = text[None] if text.shape.rank == 0 else text
+        words, byte_starts, byte_ends, char_starts, char_ends = _bert_text.bert_words_with_offsets(
+            batch, self.lower_case)
+        result = {
+            "token_ids": self._tokenizer.tokenize(self._unknown_if_too_long(words)),
+            "byte_starts": byte_starts,
+            "byte_ends": byte_ends,
+            "char_starts": char_starts,
+            "char_ends": char_ends,
+        }
+        return {key: value[0] for key, value in result.items()} if text.shape.rank == 0 else result
+
+    @staticmethod
+    def _unknown_if_too_long(words):
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_WORD_CHARACTERS
+        return words.with_flat_values(tf.where(too_long, "[UNK]", words.flat_values))
+
     def _tokenize(self, texts):
         """1-D texts -> ragged `(N, None)` ids."""
         if self.normalization == "nfkc":
             return self._tokenizer.tokenize(texts)
-        words = _bert_text.bert_words(texts, self.lower_case)
-        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > MAX_WORD_CHARACTERS
-        words = words.with_flat_values(tf.where(too_long, "[UNK]", words.flat_values))
+        words = self._unknown_if_too_long(_bert_text.bert_words(texts, self.lower_case))
         return self._tokenizer.tokenize(words).merge_dims(1, 2)
 
     def detokenize(self, token_ids):
