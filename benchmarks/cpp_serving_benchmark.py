@@ -223,8 +223,9 @@ def export_translator(sources, directory, args):
     description += f", beam {args.beam_size}, {args.source_length} -> {args.max_length} tokens"
     started = time.perf_counter()
     path = export.export_seq2seq(
-        model, source_tokenizer, target_tokenizer, os.path.join(directory, "translator"),
-        args.source_length, args.max_length, args.beam_size, args.length_penalty)
+        model, os.path.join(directory, "translator"), source_tokenizer=source_tokenizer,
+        target_tokenizer=target_tokenizer, source_length=args.source_length, max_length=args.max_length,
+        beam_size=args.beam_size, length_penalty=args.length_penalty)
     export_s = time.perf_counter() - started
     from serving_benchmark import directory_mb
 

@@ -74,8 +74,8 @@ def _export(kind, vocabulary, directory):
                                            labels=["no", "yes"])
         return export.export_classifier(classifier, directory)
     backbone = models.UniLMBackbone.from_architecture("bert_tiny", vocabulary_size=len(vocabulary))
-    return export.export_seq2seq(models.UniLM(backbone), tokenizer, tokenizer, directory,
-                                 source_length=64, max_length=32, beam_size=4)
+    return export.export_seq2seq(models.UniLM(backbone), directory, source_tokenizer=tokenizer,
+                                 target_tokenizer=tokenizer, source_length=64, max_length=32, beam_size=4)
 
 
 def _timed(kind, setting, vocabulary, directory):

@@ -67,10 +67,10 @@ def export_all(directory, vocabulary_size, max_reviews):
     preprocessor = data.BertPreprocessor(tokenizer, 128)
     single, pairs = ("serving_default", ["text"]), ("encode_pairs", ["text_a", "text_b"])
     exported = {
-        "bert encode": (export.export_backbone(bert, preprocessor, f"{directory}/encode"),
+        "bert encode": (export.export_backbone(bert, f"{directory}/encode", preprocessor=preprocessor),
                         [single, pairs]),
-        "bert fill_mask": (export.export_fill_mask(models.BertPretrainer(bert), preprocessor,
-                                                   f"{directory}/fill_mask"), [single]),
+        "bert fill_mask": (export.export_fill_mask(models.BertPretrainer(bert), f"{directory}/fill_mask",
+                                                   preprocessor=preprocessor), [single]),
         "bert classifier": (export.export_classifier(
             models.BertClassifier(bert, 2), f"{directory}/bert_classifier", preprocessor=preprocessor,
             labels=["a", "b"]), [single, ("classify_pairs", ["text_a", "text_b"])]),
@@ -88,8 +88,8 @@ def export_all(directory, vocabulary_size, max_reviews):
                               ("unilm", unilm, unilm.masked_lm_head.output_bias)):
         # The end token never wins: every request generates `max_length` tokens.
         bias.assign(tf.tensor_scatter_nd_update(bias, [[tokenizer.sep_id]], [-1e4]))
-        path = export.export_seq2seq(model, tokenizer, tokenizer, f"{directory}/{name}",
-                                     source_length=64, max_length=16, beam_size=1)
+        path = export.export_seq2seq(model, f"{directory}/{name}", source_tokenizer=tokenizer,
+                                     target_tokenizer=tokenizer, source_length=64, max_length=16, beam_size=1)
         exported[f"{name} generate"] = (path, [single])
     return exported
 

@@ -157,8 +157,9 @@ def main(argv=None):
         json.dump(results, f, indent=2)
     if args.export:
         path = export.export_seq2seq(
-            model, source_tokenizer, target_tokenizer, args.export, args.source_length,
-            args.target_length, args.beam_size, args.length_penalty)
+            model, args.export, source_tokenizer=source_tokenizer, target_tokenizer=target_tokenizer,
+            source_length=args.source_length, max_length=args.target_length, beam_size=args.beam_size,
+            length_penalty=args.length_penalty)
         print(f"SavedModel: {path}")
     return results
 

@@ -271,8 +271,9 @@ def main(argv=None):
     model.save(os.path.join(args.output, "unilm.keras"))
     data.save_vocabulary(tokenizer.get_vocabulary(), os.path.join(args.output, "vocab.txt"))
     if args.export:
-        path = export.export_seq2seq(model, tokenizer, tokenizer, args.export, args.source_length,
-                                     args.max_length, args.beam_size, 0.6)
+        path = export.export_seq2seq(model, args.export, source_tokenizer=tokenizer, target_tokenizer=tokenizer,
+                                     source_length=args.source_length, max_length=args.max_length,
+                                     beam_size=args.beam_size, length_penalty=0.6)
         print(f"SavedModel: {path}")
     return results
 

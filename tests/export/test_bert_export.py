@@ -27,9 +27,9 @@ def exported(bert, tmp_path_factory):
     backbone, pretrainer, preprocessor = bert
     root = tmp_path_factory.mktemp("bert_exports")
     return {
-        "backbone": export.export_backbone(backbone, preprocessor, str(root / "bert")),
-        "fill_mask": export.export_fill_mask(pretrainer, preprocessor, str(root / "fill"), top_k=3,
-                                             max_masks=2),
+        "backbone": export.export_backbone(backbone, str(root / "bert"), preprocessor=preprocessor),
+        "fill_mask": export.export_fill_mask(pretrainer, str(root / "fill"), preprocessor=preprocessor,
+                                             top_k=3, max_masks=2),
     }
 
 

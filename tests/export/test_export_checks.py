@@ -30,7 +30,7 @@ def test_pair_signatures_check_that_both_sides_hold_as_many_texts(tmp_path):
     paths = {
         "classify_pairs": export.export_classifier(classifier, str(tmp_path / "c"), preprocessor=_preprocessor(),
                                                    labels=["bad", "good"]),
-        "encode_pairs": export.export_backbone(_backbone(), _preprocessor(), str(tmp_path / "b")),
+        "encode_pairs": export.export_backbone(_backbone(), str(tmp_path / "b"), preprocessor=_preprocessor()),
     }
     for signature, path in paths.items():
         served = tf.saved_model.load(path).signatures[signature]
@@ -53,7 +53,7 @@ def test_the_packer_checks_the_rows_of_two_segments_of_unknown_batch_size():
 def test_a_single_segment_model_is_exported_without_the_pair_signatures(tmp_path):
     # Its pair signature could never succeed: segment 1 is outside a table of one row.
     backbone = _backbone(num_segments=1)
-    path = export.export_backbone(backbone, _preprocessor(), str(tmp_path / "b"))
+    path = export.export_backbone(backbone, str(tmp_path / "b"), preprocessor=_preprocessor())
     assert set(tf.saved_model.load(path).signatures) == {"serving_default"}
     classifier = models.TransformerClassifier(len(VOCABULARY), num_classes=2, num_layers=1,
                                               num_heads=2, hidden_dim=8, intermediate_dim=16,
@@ -69,19 +69,19 @@ def test_the_tokenizer_may_not_have_more_tokens_than_the_model(tmp_path):
     backbone = _backbone(vocabulary_size=SIZE - 2)
     message = f"has {SIZE} tokens but the model's vocabulary has only {SIZE - 2}"
     with pytest.raises(ValueError, match=message):
-        export.export_backbone(backbone, _preprocessor(), str(tmp_path / "b"))
+        export.export_backbone(backbone, str(tmp_path / "b"), preprocessor=_preprocessor())
     with pytest.raises(ValueError, match=message):
         export.export_classifier(models.BertClassifier(backbone, 2), str(tmp_path / "c"),
                                  preprocessor=_preprocessor(), labels=["n", "p"])
     with pytest.raises(ValueError, match=message):
-        export.export_fill_mask(models.BertPretrainer(backbone), _preprocessor(), str(tmp_path / "f"))
+        export.export_fill_mask(models.BertPretrainer(backbone), str(tmp_path / "f"), preprocessor=_preprocessor())
 
 
 def test_fill_mask_answers_with_tokens_of_a_vocabulary_smaller_than_the_table(tmp_path):
     # Released checkpoints may pad the embedding table beyond vocab.txt; a
     # padding row was a candidate, and a request failed looking it up.
     pretrainer = models.BertPretrainer(_backbone(vocabulary_size=200))
-    path = export.export_fill_mask(pretrainer, _preprocessor(), str(tmp_path), top_k=SIZE)
+    path = export.export_fill_mask(pretrainer, str(tmp_path), preprocessor=_preprocessor(), top_k=SIZE)
     served = tf.saved_model.load(path).signatures["serving_default"]
     outputs = served(text=tf.constant(["good [MASK] food", "[MASK]"]))
     ids = outputs["token_ids"][:, 0].numpy()
@@ -93,8 +93,8 @@ def test_fill_mask_top_k_is_at_most_the_vocabulary(tmp_path):
     pretrainer = models.BertPretrainer(_backbone())
     with pytest.raises(ValueError, match=rf"`top_k` must be at most the vocabulary size "
                                          rf"\({len(VOCABULARY)}\), got 20"):
-        export.export_fill_mask(pretrainer, _preprocessor(), str(tmp_path), top_k=20)
-    path = export.export_fill_mask(pretrainer, _preprocessor(), str(tmp_path),
+        export.export_fill_mask(pretrainer, str(tmp_path), preprocessor=_preprocessor(), top_k=20)
+    path = export.export_fill_mask(pretrainer, str(tmp_path), preprocessor=_preprocessor(),
                                    top_k=len(VOCABULARY))
     served = tf.saved_model.load(path).signatures["serving_default"]
     assert served(text=tf.constant(["good [MASK]"]))["tokens"].shape == (1, 8, len(VOCABULARY))
@@ -138,5 +138,6 @@ def test_seq2seq_export_refuses_a_switch_that_is_not_a_bool(tmp_path, setting):
     tokenizer = data.WordPieceTokenizer(VOCABULARY)
     name = next(iter(setting))
     with pytest.raises(ValueError, match=f"`{name}` must be True or False"):
-        export.export_seq2seq(model, tokenizer, tokenizer, str(tmp_path / "m"), 8, 8, **setting)
+        export.export_seq2seq(model, str(tmp_path / "m"), source_tokenizer=tokenizer,
+                              target_tokenizer=tokenizer, source_length=8, max_length=8, **setting)
     assert not (tmp_path / "m").exists()

@@ -53,7 +53,7 @@ def test_classifier_and_backbone_exports_serve_float32(policy, corpus_vocabulary
                                           dtype=dtype),
         policy,
     )
-    path = export.export_backbone(mixed, preprocessor, str(tmp_path / "backbone"))
+    path = export.export_backbone(mixed, str(tmp_path / "backbone"), preprocessor=preprocessor)
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
     for name, value in served.items():
         if value.dtype.is_floating:
@@ -71,8 +71,8 @@ def test_seq2seq_export_serves_float32_scores(corpus_vocabulary, tmp_path):
     model = models.TransformerSeq2Seq(len(corpus_vocabulary), num_encoder_layers=1,
                                       num_decoder_layers=1, hidden_dim=16, num_heads=2,
                                       dtype="mixed_float16")
-    path = export.export_seq2seq(model, tokenizer, tokenizer, str(tmp_path / "translate"),
-                                 source_length=12, max_length=6, beam_size=2)
+    path = export.export_seq2seq(model, str(tmp_path / "translate"), source_tokenizer=tokenizer,
+                                 target_tokenizer=tokenizer, source_length=12, max_length=6, beam_size=2)
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(TEXTS))
     assert served["scores"].dtype == tf.float32 and np.all(np.isfinite(served["scores"].numpy()))
     assert served["token_ids"].dtype == tf.int32

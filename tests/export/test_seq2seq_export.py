@@ -44,7 +44,8 @@ def exported(request, tmp_path_factory, corpus_vocabulary):
     directory = tmp_path_factory.mktemp("saved_models") / "translate"
     settings = {"max_length": MAX_LENGTH, "beam_size": 3, "length_penalty": 0.6,
                 "no_repeat_ngram_size": 3}
-    path = export.export_seq2seq(model, source, target, str(directory), SOURCE_LENGTH, **settings)
+    path = export.export_seq2seq(model, str(directory), source_tokenizer=source, target_tokenizer=target,
+                                 source_length=SOURCE_LENGTH, **settings)
     return path, model, source, target, settings
 
 
@@ -123,23 +124,26 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
     _, model, source, target, _ = exported
     other = data.WordPieceTokenizer(corpus_vocabulary[:2000])
     with pytest.raises(ValueError, match="_tokenizer"):
-        export.export_seq2seq(model, source, other, str(tmp_path))
+        export.export_seq2seq(model, str(tmp_path), source_tokenizer=source, target_tokenizer=other)
+    tokenizers = {"source_tokenizer": source, "target_tokenizer": target}
     with pytest.raises(ValueError, match="beam_size"):
-        export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9, beam_size=0)
+        export.export_seq2seq(model, str(tmp_path), **tokenizers, source_length=SOURCE_LENGTH,
+                              max_length=9, beam_size=0)
     with pytest.raises(ValueError, match="model"):
-        export.export_seq2seq(keras.Sequential(), source, target, str(tmp_path))
+        export.export_seq2seq(keras.Sequential(), str(tmp_path), **tokenizers)
     with pytest.raises(ValueError, match="jit_compile"):
-        export.export_seq2seq(model, source, target, str(tmp_path), jit_compile="auto")
+        export.export_seq2seq(model, str(tmp_path), **tokenizers, jit_compile="auto")
     too_short = 2 if isinstance(model, models.UniLM) else 1  # no room for a token
     with pytest.raises(ValueError, match="source_length"):
-        export.export_seq2seq(model, source, target, str(tmp_path), too_short, 9)
+        export.export_seq2seq(model, str(tmp_path), **tokenizers, source_length=too_short, max_length=9)
     with pytest.raises(ValueError, match="`length_penalty` must be a finite number"):
-        export.export_seq2seq(model, source, target, str(tmp_path), SOURCE_LENGTH, 9,
-                              beam_size=2, length_penalty=float("nan"))
+        export.export_seq2seq(model, str(tmp_path), **tokenizers, source_length=SOURCE_LENGTH,
+                              max_length=9, beam_size=2, length_penalty=float("nan"))
     if isinstance(model, models.UniLM):  # a position table of 32
         for max_length in (20, np.int64(13)):  # NumPy ints were let through, to fail on requests
             with pytest.raises(ValueError, match="position table"):
-                export.export_seq2seq(model, source, target, str(tmp_path), 20, max_length)
+                export.export_seq2seq(model, str(tmp_path), **tokenizers, source_length=20,
+                                      max_length=max_length)
         # The last [MASK] of a full-length source sits at position 20 + 12 - 1 = 31.
         module = export.Seq2SeqServingModule(model, source, target, 20, 12)
         outputs = module.generate(tf.constant([" ".join(["the"] * 40), "a"]))
@@ -150,8 +154,10 @@ def test_bad_arguments_are_refused(exported, tmp_path, corpus_vocabulary):
 def xla_exported(exported, tmp_path_factory):
     """The same model exported with its decoding loop marked for XLA (one warm-up size)."""
     _, model, source, target, settings = exported
-    return export.export_seq2seq(model, source, target, str(tmp_path_factory.mktemp("xla") / "xla"),
-                                 SOURCE_LENGTH, jit_compile=True, warmup_batch_sizes=(3,), **settings)
+    return export.export_seq2seq(model, str(tmp_path_factory.mktemp("xla") / "xla"),
+                                 source_tokenizer=source, target_tokenizer=target,
+                                 source_length=SOURCE_LENGTH, jit_compile=True,
+                                 warmup_batch_sizes=(3,), **settings)
 
 
 def test_decoding_loop_exported_for_xla_gives_the_same_outputs(exported, xla_exported, expected):

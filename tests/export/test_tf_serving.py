@@ -49,9 +49,9 @@ def export_every_family(vocabulary, directory, dtype=None):
                            filters=((1, 4), (2, 4)), num_highway_layers=1, num_sampled=None,
                            dtype=dtype)
     return {
-        "backbone": export.export_backbone(backbone, preprocessor, f"{directory}/backbone"),
-        "fill_mask": export.export_fill_mask(models.BertPretrainer(backbone), preprocessor,
-                                             f"{directory}/fill_mask", top_k=3, max_masks=2),
+        "backbone": export.export_backbone(backbone, f"{directory}/backbone", preprocessor=preprocessor),
+        "fill_mask": export.export_fill_mask(models.BertPretrainer(backbone), f"{directory}/fill_mask",
+                                             preprocessor=preprocessor, top_k=3, max_masks=2),
         "bert_classifier": export.export_classifier(
             models.BertClassifier(backbone, 3), f"{directory}/bert_classifier", preprocessor=preprocessor,
             labels=["a", "b", "c"]),
@@ -62,10 +62,10 @@ def export_every_family(vocabulary, directory, dtype=None):
         "translator": export.export_seq2seq(
             models.TransformerSeq2Seq(size, num_encoder_layers=1, num_decoder_layers=1, hidden_dim=16,
                                       num_heads=2, dtype=dtype),
-            tokenizer, tokenizer, f"{directory}/translator", **settings),
+            f"{directory}/translator", source_tokenizer=tokenizer, target_tokenizer=tokenizer, **settings),
         "unilm": export.export_seq2seq(
             models.UniLM(models.UniLMBackbone(size, 1, 2, 16, max_sequence_length=16, dtype=dtype)),
-            tokenizer, tokenizer, f"{directory}/unilm", **settings),
+            f"{directory}/unilm", source_tokenizer=tokenizer, target_tokenizer=tokenizer, **settings),
     }
 
 

@@ -41,54 +41,24 @@ def check_preprocessor(preprocessor, model):
         )
 
 
+def preprocessor_for(model, preprocessor):
+    """`preprocessor`, else the model's own `preprocessor`; a ValueError where neither is given."""
+    if preprocessor is None:
+        preprocessor = getattr(model, "preprocessor", None)
+    if preprocessor is None:
+        raise ValueError(
+            f"`preprocessor` is required: this {type(model).__name__} carries none (build it with "
+            "`preprocessor=` where it takes one, or pass the BertPreprocessor it was trained with)."
+        )
+    return preprocessor
+
+
 def takes_pairs(model):
     """Whether `model` can encode text pairs: a segment table of 2 or more rows (or unknown)."""
     segments = model_setting(model, "num_segments")
     return segments is None or segments >= 2
 
 
-def batch_of_texts(name, text):
-    """`text`, checked when the signature runs to be a batch of texts, shape `(B,)`.
-
-    The signatures declare `(None,)`, but TensorFlow's graph-mode loader (the
-    one TF Serving runs) feeds whatever shape a request carries: a scalar, or
-    `(B, 1)` from a REST client sending `[["a"], ["b"]]`, would otherwise
-    fail inside the tokenizer with a message about its internals. The rank is
-    read when the graph runs (`Rank` of the fed tensor, which a graph with
-    fed inputs cannot fold away).
-    """
-    shape = tf.strings.reduce_join(tf.strings.as_string(tf.shape(text)), separator=", ")
-    check = tf.debugging.Assert(
-        tf.equal(tf.raw_ops.Rank(input=text), 1),
-        [tf.strings.join([
-            f"`{name}` must be a batch of texts: a string tensor of shape [batch_size] (for "
-            f'example ["first text", "second text"]), got shape [', shape, "]",
-        ])],
-    )
-    with tf.control_dependencies([check]):
-        return tf.identity(text)
-
-
-def pair_texts(text_a, text_b):
-    """`text_a`, `text_b`, checked at run time to be batches of the same number of texts."""
-    text_a, text_b = batch_of_texts("text_a", text_a), batch_of_texts("text_b", text_b)
-    check = tf.debugging.assert_equal(
-        tf.size(text_a), tf.size(text_b),
-        message="`text_a` and `text_b` must hold the same number of texts",
-    )
-    with tf.control_dependencies([check]):
-        return tf.identity(text_a), tf.identity(text_b)
-
-
-# Texts of the warm-up requests: short and long, accents, CJK, emoji, a
-# [MASK] for fill-mask, an empty text; cycled to the batch sizes below.
-WARMUP_TEXTS = (
-    "The quick brown fox jumps over the lazy [MASK].",
-    "An émigré's café in Zürich served 中文 menus, emoji \U0001F600 and a great deal of coffee "
-    "to everyone who walked in from the cold, which was most of the town by noon.",
-    "",
-    "Great taste, would buy again!",
-)
 WARMUP_BATCH_SIZES = (1, 32)
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 
@@ -100,8 +70,8 @@ def warmup_batch_sizes_checked(sizes):
     return tuple(_checks.positive_int("warmup_batch_sizes", size) for size in sizes)
 
 
-def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATCH_SIZES):
-    """Saves the `signatures` of `module` to `export_dir/VERSION/` with TF Serving's warm-up file.
+def save(module, export_dir, version, warmup_batch_sizes=WARMUP_BATCH_SIZES, signatures=None):
+    """Saves the signatures of `module` to `export_dir/VERSION/` with TF Serving's warm-up file.
 
     What is saved is a root object that holds the signatures and the
     `tf.Variable`s they read (the ones inside the Keras variables), not the
@@ -119,18 +89,20 @@ def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATC
     version of that number is moved aside, then deleted.
 
     Args:
-        module: the serving module whose `signatures` are saved.
+        module: the `ServingModule` whose signatures are saved.
         export_dir: the model's directory.
         version: int, the version folder's name.
-        signatures: `{name: tf.function}` of `module`'s signatures.
         warmup_batch_sizes: batch sizes of the warm-up requests written for
             every signature; `()` writes no warm-up file.
+        signatures: `{name: tf.function}` of the signatures saved; default
+            all that `module` serves (`module.signatures()`).
 
     Returns:
         The path of the written version.
     """
     version = _checks.positive_int("version", version)
     warmup_batch_sizes = warmup_batch_sizes_checked(warmup_batch_sizes)
+    signatures = module.signatures() if signatures is None else signatures
     path = os.path.join(export_dir, str(version))
     root = tf.Module(name=module.name)
     # One SaveOptions for the variables' trace and the save: their variable
@@ -145,7 +117,7 @@ def save(module, export_dir, version, signatures, warmup_batch_sizes=WARMUP_BATC
     try:
         tf.saved_model.save(root, staging, signatures=signatures, options=options)
         if warmup_batch_sizes:
-            write_warmup_requests(staging, signatures, warmup_batch_sizes,
+            write_warmup_requests(staging, module, signatures, warmup_batch_sizes,
                                   model_name=os.path.basename(os.path.normpath(export_dir)))
         if tf.io.gfile.exists(path):
             tf.io.gfile.rename(path, replaced)
@@ -185,39 +157,28 @@ def captured_variables(functions, options):
     return variables
 
 
-# The warm-up value of each numeric input (`Seq2SeqServingModule.sample`'s
-# decoding options): greedy decoding of one token.
-WARMUP_VALUES = {"temperature": 1.0, "top_k": 1, "top_p": 1.0, "seed": 0, "max_new_tokens": 1,
-                 "repetition_penalty": 1.0}
-
-
-def write_warmup_requests(path, signatures, batch_sizes, model_name):
+def write_warmup_requests(path, module, names, batch_sizes, model_name):
     """Writes `path/assets.extra/tf_serving_warmup_requests`.
 
     TF Serving replays these `PredictionLog` records when it loads the
     model, before it takes traffic, so that the first real request does not
-    pay for graph optimisation and kernel set-up: for every signature, one
-    request of each of `batch_sizes` texts (`WARMUP_TEXTS` cycled;
-    pair signatures get the same texts on both sides; decoding options get
-    `WARMUP_VALUES`, greedy decoding of one token).
+    pay for graph optimisation and kernel set-up: for every signature of
+    `names`, one request of each of `batch_sizes` rows, each input holding
+    its kind's warm-up value (`ServingModule.warmup_request`: texts cycled
+    from `WARMUP_TEXTS`, both sides of a pair the same; an option its
+    warm-up value).
     """
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
     tf.io.gfile.makedirs(os.path.join(path, "assets.extra"))
     with tf.io.TFRecordWriter(os.path.join(path, WARMUP_FILE)) as writer:
-        for name, function in signatures.items():
+        for name in names:
             for size in batch_sizes:
-                texts = [WARMUP_TEXTS[i % len(WARMUP_TEXTS)].encode() for i in range(size)]
                 request = predict_pb2.PredictRequest(
                     model_spec=model_pb2.ModelSpec(name=model_name, signature_name=name)
                 )
-                for spec in function.input_signature:
-                    if spec.dtype == tf.string:
-                        values = texts
-                    else:  # a decoding option (`Seq2SeqServingModule.sample`)
-                        values = [WARMUP_VALUES[spec.name]] * size
-                    request.inputs[spec.name].CopyFrom(tf.make_tensor_proto(values,
-                                                                            dtype=spec.dtype))
+                for input_name, tensor in module.warmup_request(name, size).items():
+                    request.inputs[input_name].CopyFrom(tensor)
                 log = prediction_log_pb2.PredictionLog(
                     predict_log=prediction_log_pb2.PredictLog(request=request)
                 )

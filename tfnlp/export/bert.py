@@ -7,15 +7,16 @@ from tfnlp import _checks
 from tfnlp.data._tensors import cut_at_character
 from tfnlp.export._common import (
     WARMUP_BATCH_SIZES,
-    batch_of_texts,
     check_preprocessor,
-    pair_texts,
+    preprocessor_for,
     save,
     takes_pairs,
 )
+from tfnlp.export._old_call_forms import takes_old_call_form
+from tfnlp.export._serving_module import TEXT, ServingModule, Signature, text_and_pair_signatures
 
 
-class BackboneServingModule(tf.Module):
+class BackboneServingModule(ServingModule):
     """Text in, BERT features out.
 
     Signatures: `serving_default(text)` and `encode_pairs(text_a, text_b)`
@@ -31,32 +32,23 @@ class BackboneServingModule(tf.Module):
             more tokens than the backbone's vocabulary).
     """
 
+    SIGNATURES = text_and_pair_signatures("encode", "encode_pairs")
+
     def __init__(self, backbone, preprocessor):
         super().__init__(name="backbone_serving")
         check_preprocessor(preprocessor, backbone)
         self.backbone = backbone
         self.preprocessor = preprocessor
+        self.takes_pairs = takes_pairs(backbone)
 
-    def _encode(self, inputs):
+    def _serve(self, *texts):
+        inputs = self.preprocessor(texts)
         outputs = self.backbone(inputs, training=False)
         return {
             "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
             "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
             "padding_mask": inputs["padding_mask"],
         }
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def encode(self, text):
-        return self._encode(self.preprocessor(batch_of_texts("text", text)))
-
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="text_a"),
-            tf.TensorSpec([None], tf.string, name="text_b"),
-        ]
-    )
-    def encode_pairs(self, text_a, text_b):
-        return self._encode(self.preprocessor(pair_texts(text_a, text_b)))
 
 
 MASK = "[MASK]"
@@ -88,7 +80,7 @@ def without_split_mask(texts, cut):
     return tf.strings.substr(cut, tf.zeros_like(keep), keep)
 
 
-class FillMaskServingModule(tf.Module):
+class FillMaskServingModule(ServingModule):
     """Text with `[MASK]` in, the `top_k` most likely tokens for each mask out.
 
     The literal `[MASK]` (upper case) marks the blanks; BERT's tokenizer
@@ -111,6 +103,8 @@ class FillMaskServingModule(tf.Module):
         max_masks: int, masks answered per text.
     """
 
+    SIGNATURES = (Signature("serving_default", "fill_mask", {"text": TEXT}),)
+
     def __init__(self, pretrainer, preprocessor, top_k=5, max_masks=8):
         super().__init__(name="fill_mask_serving")
         check_preprocessor(preprocessor, pretrainer)
@@ -123,10 +117,8 @@ class FillMaskServingModule(tf.Module):
         self.max_masks = _checks.positive_int("max_masks", max_masks)
         self.vocabulary = tf.constant(preprocessor.tokenizer.get_vocabulary())
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def fill_mask(self, text):
+    def _serve(self, text):
         tokenizer = self.preprocessor.tokenizer
-        text = batch_of_texts("text", text)
         # Cut before splitting: a 1 MB text of [MASK]s costs what 100 kB does.
         text = without_split_mask(text, cut_at_character(text, tokenizer.max_input_bytes))
         pieces = tf.strings.split(text, MASK)  # (B, P)
@@ -160,14 +152,16 @@ class FillMaskServingModule(tf.Module):
         }
 
 
-def export_backbone(backbone, preprocessor, export_dir, version=1,
+@takes_old_call_form("backbone", "preprocessor", "export_dir", "version", "warmup_batch_sizes")
+def export_backbone(model, export_dir, *, preprocessor=None, version=1,
                     warmup_batch_sizes=WARMUP_BATCH_SIZES):
-    """Writes `export_dir/VERSION/` with the `encode` signatures.
+    """Writes `export_dir/VERSION/` with the `encode` signatures (see `BackboneServingModule`).
 
     Args:
-        backbone: a `BertBackbone`.
-        preprocessor: its `BertPreprocessor`.
+        model: a `BertBackbone`.
         export_dir: the model's directory, e.g. `saved_models/bert`.
+        preprocessor: its `BertPreprocessor`; default the model's own
+            `preprocessor`, where it has one.
         version: int, the version subdirectory.
         warmup_batch_sizes: the batch sizes of the TF Serving warm-up
             requests written for every signature (`()`: none; keep them at
@@ -183,26 +177,26 @@ def export_backbone(backbone, preprocessor, export_dir, version=1,
     >>> vocab = list(data.SPECIAL_TOKENS) + ["hello", "world"]
     >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
     >>> backbone = models.BertBackbone.from_architecture("bert_tiny", vocabulary_size=7)
-    >>> path = export_backbone(backbone, preprocessor, tempfile.mkdtemp())
+    >>> path = export_backbone(backbone, tempfile.mkdtemp(), preprocessor=preprocessor)
     >>> encode = tf.saved_model.load(path).signatures["serving_default"]
     >>> encode(text=tf.constant(["hello world"]))["pooled_output"].shape
     TensorShape([1, 128])
     """
-    module = BackboneServingModule(backbone, preprocessor)
-    signatures = {"serving_default": module.encode}
-    if takes_pairs(backbone):
-        signatures["encode_pairs"] = module.encode_pairs
-    return save(module, export_dir, version, signatures, warmup_batch_sizes)
+    module = BackboneServingModule(model, preprocessor_for(model, preprocessor))
+    return save(module, export_dir, version, warmup_batch_sizes)
 
 
-def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8, version=1,
+@takes_old_call_form("pretrainer", "preprocessor", "export_dir", "top_k", "max_masks", "version",
+                     "warmup_batch_sizes")
+def export_fill_mask(model, export_dir, *, preprocessor=None, top_k=5, max_masks=8, version=1,
                      warmup_batch_sizes=WARMUP_BATCH_SIZES):
-    """Writes `export_dir/VERSION/` with the `fill_mask` signature.
+    """Writes `export_dir/VERSION/` with the `fill_mask` signature (see `FillMaskServingModule`).
 
     Args:
-        pretrainer: a `BertPretrainer`.
-        preprocessor: its `BertPreprocessor`.
+        model: a `BertPretrainer`.
         export_dir: the model's directory.
+        preprocessor: its `BertPreprocessor`; default the model's own
+            `preprocessor`, where it has one.
         top_k: int, candidates per mask.
         max_masks: int, masks answered per text.
         version: int, the version subdirectory.
@@ -213,6 +207,6 @@ def export_fill_mask(pretrainer, preprocessor, export_dir, top_k=5, max_masks=8,
     Returns:
         The path of the written version.
     """
-    module = FillMaskServingModule(pretrainer, preprocessor, top_k=top_k, max_masks=max_masks)
-    return save(module, export_dir, version, {"serving_default": module.fill_mask},
-                warmup_batch_sizes)
+    module = FillMaskServingModule(model, preprocessor_for(model, preprocessor), top_k=top_k,
+                                   max_masks=max_masks)
+    return save(module, export_dir, version, warmup_batch_sizes)

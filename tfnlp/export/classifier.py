@@ -1,17 +1,16 @@
 """Text classifier -> SavedModel that takes raw strings (TF Serving layout)."""
 
-import os
-
 import tensorflow as tf
 
 from tfnlp.export._common import (
     WARMUP_BATCH_SIZES,
-    batch_of_texts,
     check_preprocessor,
-    pair_texts,
+    preprocessor_for,
     save,
     takes_pairs,
 )
+from tfnlp.export._old_call_forms import takes_old_call_form
+from tfnlp.export._serving_module import ServingModule, text_and_pair_signatures
 
 
 def _num_classes(classifier, preprocessor):
@@ -21,7 +20,7 @@ def _num_classes(classifier, preprocessor):
     return classifier(preprocessor(tf.constant([""])), training=False).shape[-1]
 
 
-class ClassifierServingModule(tf.Module):
+class ClassifierServingModule(ServingModule):
     """Tokenizer + classifier in one tracked module with explicit signatures.
 
     Signatures (any batch size; strings that are empty, huge or not UTF-8
@@ -49,6 +48,8 @@ class ClassifierServingModule(tf.Module):
         labels: a list of class names, one per class.
     """
 
+    SIGNATURES = text_and_pair_signatures("classify", "classify_pairs")
+
     def __init__(self, classifier, preprocessor, labels):
         super().__init__(name="classifier_serving")
         check_preprocessor(preprocessor, classifier)
@@ -67,9 +68,10 @@ class ClassifierServingModule(tf.Module):
         self.outputs_probabilities = getattr(classifier, "activation", None) == "softmax"
         self.preprocessor = preprocessor
         self.labels = tf.constant(labels)
+        self.takes_pairs = takes_pairs(classifier)
 
-    def _predict(self, inputs):
-        outputs = tf.cast(self.classifier(inputs, training=False), tf.float32)
+    def _serve(self, *texts):
+        outputs = tf.cast(self.classifier(self.preprocessor(texts), training=False), tf.float32)
         probabilities = outputs if self.outputs_probabilities else tf.nn.softmax(outputs, axis=-1)
         label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {
@@ -78,21 +80,10 @@ class ClassifierServingModule(tf.Module):
             "label": tf.gather(self.labels, label_id),
         }
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def classify(self, text):
-        return self._predict(self.preprocessor(batch_of_texts("text", text)))
 
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="text_a"),
-            tf.TensorSpec([None], tf.string, name="text_b"),
-        ]
-    )
-    def classify_pairs(self, text_a, text_b):
-        return self._predict(self.preprocessor(pair_texts(text_a, text_b)))
-
-
-def export_classifier(classifier, export_dir, preprocessor=None, labels=None, version=1,
+@takes_old_call_form("classifier", "export_dir", "preprocessor", "labels", "version",
+                     "warmup_batch_sizes")
+def export_classifier(model, export_dir, *, preprocessor=None, labels=None, version=1,
                       warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes `export_dir/VERSION/` (the layout TF Serving watches).
 
@@ -104,7 +95,7 @@ def export_classifier(classifier, export_dir, preprocessor=None, labels=None, ve
     `export_classifier(classifier, "saved_models/mine")`.
 
     Args:
-        classifier: a Keras model returning logits (e.g. `BertClassifier`,
+        model: a Keras model returning logits (e.g. `BertClassifier`,
             `TransformerClassifier`) or, with `activation="softmax"`,
             probabilities (see `ClassifierServingModule`).
         export_dir: the model's directory, e.g. `saved_models/reviews`.
@@ -133,24 +124,10 @@ def export_classifier(classifier, export_dir, preprocessor=None, labels=None, ve
     >>> served(text=tf.constant(["good", ""]))["probabilities"].shape
     TensorShape([2, 2])
     """
-    if not isinstance(export_dir, (str, os.PathLike)):
-        raise TypeError(
-            f"`export_dir` must be a directory path, got {type(export_dir).__name__} (the "
-            "preprocessor is now the keyword argument `preprocessor=`, or the classifier's own)."
-        )
-    if preprocessor is None:
-        preprocessor = getattr(classifier, "preprocessor", None)
-        if preprocessor is None:
-            raise ValueError(
-                "`preprocessor` is required: this classifier carries none (build it with "
-                "`preprocessor=`, or pass the BertPreprocessor it was trained with)."
-            )
+    preprocessor = preprocessor_for(model, preprocessor)
     if labels is None:
-        labels = getattr(classifier, "labels", None)
+        labels = getattr(model, "labels", None)
     if labels is None:
-        labels = [str(i) for i in range(_num_classes(classifier, preprocessor))]
-    module = ClassifierServingModule(classifier, preprocessor, labels)
-    signatures = {"serving_default": module.classify}
-    if takes_pairs(classifier):
-        signatures["classify_pairs"] = module.classify_pairs
-    return save(module, export_dir, version, signatures, warmup_batch_sizes)
+        labels = [str(i) for i in range(_num_classes(model, preprocessor))]
+    module = ClassifierServingModule(model, preprocessor, labels)
+    return save(module, export_dir, version, warmup_batch_sizes)

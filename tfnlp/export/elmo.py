@@ -4,7 +4,9 @@ import keras
 import tensorflow as tf
 
 from tfnlp import _checks
-from tfnlp.export._common import WARMUP_BATCH_SIZES, batch_of_texts, save
+from tfnlp.export._common import WARMUP_BATCH_SIZES, save
+from tfnlp.export._old_call_forms import takes_old_call_form
+from tfnlp.export._serving_module import TEXT, ServingModule, Signature
 from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.models.elmo import ELMoBiLM, ELMoEmbedder, checked_max_tokens, sentence_character_ids
 
@@ -12,7 +14,7 @@ DEFAULT_MAX_TOKENS = 64
 DEFAULT_MAX_INPUT_BYTES = 100_000
 
 
-class ELMoServingModule(tf.Module):
+class ELMoServingModule(ServingModule):
     """Text in, ELMo vectors out: split -> `<S> words </S>` -> biLM (-> mix).
 
     Signature `serving_default(text)`: `text` `tf.string (B,)`, any batch
@@ -53,6 +55,8 @@ class ELMoServingModule(tf.Module):
             embedder's `max_input_bytes`, else 100,000.
     """
 
+    SIGNATURES = (Signature("serving_default", "embed", {"text": TEXT}),)
+
     def __init__(self, model, max_tokens=None, max_input_bytes=None):
         super().__init__(name="elmo_serving")
         if isinstance(model, ELMoEmbedder):
@@ -90,18 +94,18 @@ class ELMoServingModule(tf.Module):
         self.max_characters = bilm.max_characters
         self.max_input_bytes = _checks.max_input_bytes(max_input_bytes)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def embed(self, text):
-        padded, ids = sentence_character_ids(
-            batch_of_texts("text", text), self.max_tokens, self.max_characters, self.max_input_bytes
-        )
+    def _serve(self, text):
+        padded, ids = sentence_character_ids(text, self.max_tokens, self.max_characters,
+                                             self.max_input_bytes)
         outputs = self.model(ids, training=False)
         padding_mask = tf.cast(outputs["padding_mask"], tf.int32)
         layers, elmo = outputs["layers"], outputs["elmo"]
         return {"elmo": elmo, "layers": layers, "padding_mask": padding_mask, "words": padded}
 
 
-def export_elmo(model, export_dir, max_tokens=None, version=1, max_input_bytes=None,
+@takes_old_call_form("model", "export_dir", "max_tokens", "version", "max_input_bytes",
+                     "warmup_batch_sizes")
+def export_elmo(model, export_dir, *, max_tokens=None, version=1, max_input_bytes=None,
                 warmup_batch_sizes=WARMUP_BATCH_SIZES):
     """Writes a raw-text -> ELMo-vectors SavedModel to `export_dir/VERSION/`.
 
@@ -140,5 +144,4 @@ def export_elmo(model, export_dir, max_tokens=None, version=1, max_input_bytes=N
     [b'<S>', b'Hello', b',', b'world', b'!', b'</S>']
     """
     module = ELMoServingModule(model, max_tokens, max_input_bytes)
-    return save(module, export_dir, version, {"serving_default": module.embed},
-                warmup_batch_sizes)
+    return save(module, export_dir, version, warmup_batch_sizes)

@@ -1,13 +1,14 @@
 """Encoder-decoder model -> SavedModel that turns raw text into generated text."""
 
 import numbers
-import os
 
 import tensorflow as tf
 
 from tfnlp import _checks
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
-from tfnlp.export._common import WARMUP_BATCH_SIZES, batch_of_texts, save
+from tfnlp.export._common import WARMUP_BATCH_SIZES, save
+from tfnlp.export._old_call_forms import takes_old_call_form
+from tfnlp.export._serving_module import TEXT, Option, ServingModule, Signature
 from tfnlp.models.transformer_seq2seq import (
     DEFAULT_TEXT_LENGTH,
     TransformerSeq2Seq,
@@ -15,17 +16,20 @@ from tfnlp.models.transformer_seq2seq import (
 )
 from tfnlp.models.unilm import UniLM, prompt_ids
 
-SAMPLING_SPECS = (
-    tf.TensorSpec([None], tf.float32, name="temperature"),
-    tf.TensorSpec([None], tf.int32, name="top_k"),
-    tf.TensorSpec([None], tf.float32, name="top_p"),
-    tf.TensorSpec([None], tf.int64, name="seed"),
-    tf.TensorSpec([None], tf.int32, name="max_new_tokens"),
-    tf.TensorSpec([None], tf.float32, name="repetition_penalty"),
-)
+# The inputs of `sample` and `continue`: the texts and their decoding options,
+# warmed up with greedy decoding of one token.
+SAMPLING_INPUTS = {
+    "text": TEXT,
+    "temperature": Option(tf.float32, 1.0),
+    "top_k": Option(tf.int32, 1),
+    "top_p": Option(tf.float32, 1.0),
+    "seed": Option(tf.int64, 0),
+    "max_new_tokens": Option(tf.int32, 1),
+    "repetition_penalty": Option(tf.float32, 1.0),
+}
 
 
-class Seq2SeqServingModule(tf.Module):
+class Seq2SeqServingModule(ServingModule):
     """Source text in, generated text out: tokenize -> decode -> detokenize.
 
     Signature `serving_default(text)`: `text` `tf.string (B,)`, any batch size
@@ -84,6 +88,13 @@ class Seq2SeqServingModule(tf.Module):
             `--xla_gpu_compilation_enabled=true`): without it such an export
             fails its warm-up and does not load (docs/serving.md).
     """
+
+    SIGNATURES = (
+        Signature("serving_default", "generate", {"text": TEXT}, method="_generate"),
+        Signature("sample", "sample", SAMPLING_INPUTS, method="_sample"),
+        Signature("continue", "continue_prompt", SAMPLING_INPUTS, method="_continue",
+                  when="is_unilm"),
+    )
 
     def __init__(self, model, source_tokenizer=None, target_tokenizer=None, source_length=None,
                  max_length=None, beam_size=1, length_penalty=0.0, no_repeat_ngram_size=0,
@@ -151,39 +162,26 @@ class Seq2SeqServingModule(tf.Module):
         # Check the settings now (with clear errors), not when tracing at save.
         model.generate(tf.zeros([0, 1], tf.int32), **self.settings)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def generate(self, text):
+    def _generate(self, text):
         return self._outputs(self.model.generate(*self._sources(text), **self.settings))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"), *SAMPLING_SPECS])
-    def sample(self, text, temperature, top_k, top_p, seed, max_new_tokens, repetition_penalty):
-        options = self._sampling_settings(temperature, top_k, top_p, seed, max_new_tokens,
-                                          repetition_penalty)
-        return self._outputs(self.model.generate(*self._sources(text), **options))
+    def _sample(self, text, **options):
+        return self._outputs(self.model.generate(*self._sources(text), **self._sampling(options)))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text"), *SAMPLING_SPECS])
-    def continue_prompt(self, text, temperature, top_k, top_p, seed, max_new_tokens,
-                        repetition_penalty):
-        options = self._sampling_settings(temperature, top_k, top_p, seed, max_new_tokens,
-                                          repetition_penalty)
-        prompt, mask = prompt_ids(self.source_tokenizer, batch_of_texts("text", text),
-                                  self.source_length)
-        return self._outputs(self.model.continue_prompt(prompt, mask, **options))
+    def _continue(self, text, **options):
+        prompt, mask = prompt_ids(self.source_tokenizer, text, self.source_length)
+        return self._outputs(self.model.continue_prompt(prompt, mask, **self._sampling(options)))
 
     def _sources(self, text):
         tokenizer = self.source_tokenizer
-        return tokenized_sources(
-            tokenizer, batch_of_texts("text", text), self.source_length,
-            start_ids=(tokenizer.cls_id,) if self.is_unilm else (),
-        )
+        return tokenized_sources(tokenizer, text, self.source_length,
+                                 start_ids=(tokenizer.cls_id,) if self.is_unilm else ())
 
-    def _sampling_settings(self, temperature, top_k, top_p, seed, max_new_tokens,
-                           repetition_penalty):
+    def _sampling(self, options):
+        """The export's settings but the beam search's, and the request's `options`."""
         settings = {name: value for name, value in self.settings.items()
                     if name not in ("beam_size", "length_penalty")}
-        return {**settings, "temperature": temperature, "top_k": top_k, "top_p": top_p,
-                "seed": seed, "max_new_tokens": max_new_tokens,
-                "repetition_penalty": repetition_penalty}
+        return {**settings, **options}
 
     def _outputs(self, output):
         token_ids = output["token_ids"]
@@ -195,16 +193,17 @@ class Seq2SeqServingModule(tf.Module):
         }
 
     def signatures(self, sampling=True):
-        """`{name: tf.function}` of the signatures to save (see the class docstring)."""
-        signatures = {"serving_default": self.generate}
-        if sampling:
-            signatures["sample"] = self.sample
-            if self.is_unilm:
-                signatures["continue"] = self.continue_prompt
-        return signatures
+        """`{name: tf.function}` of the signatures to save (see the class docstring);
+        `sampling=False`: `serving_default` alone."""
+        signatures = super().signatures()
+        return signatures if sampling else {"serving_default": signatures["serving_default"]}
 
 
-def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_dir=None,
+@takes_old_call_form("model", "source_tokenizer", "target_tokenizer", "export_dir",
+                     "source_length", "max_length", "beam_size", "length_penalty",
+                     "no_repeat_ngram_size", "version", "jit_compile", "warmup_batch_sizes",
+                     "sampling")
+def export_seq2seq(model, export_dir, *, source_tokenizer=None, target_tokenizer=None,
                    source_length=None, max_length=None, beam_size=4, length_penalty=0.6,
                    no_repeat_ngram_size=0, version=1, jit_compile=False,
                    warmup_batch_sizes=WARMUP_BATCH_SIZES, sampling=True):
@@ -212,21 +211,20 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
 
     It loads with only TensorFlow and tensorflow-text (`import
     tensorflow_text` registers its ops); tfnlp is not needed. See
-    `Seq2SeqServingModule` for the signature.
+    `Seq2SeqServingModule` for the signatures.
 
     A model built with its tokenizers needs nothing else:
-    `export_seq2seq(model, export_dir, beam_size=...)` (the export
-    directory second; the other arguments by keyword). The long form
-    `export_seq2seq(model, source_tokenizer, target_tokenizer, export_dir,
-    ...)` works for any model.
+    `export_seq2seq(model, export_dir, beam_size=...)`; for any other,
+    give them: `export_seq2seq(model, export_dir, source_tokenizer=...,
+    target_tokenizer=...)`.
 
     Args:
         model: a `TransformerSeq2Seq` or a `UniLM`.
+        export_dir: the model's directory, e.g. `saved_models/translate_en_es`.
         source_tokenizer: `WordPieceTokenizer` of the source; default the
-            model's. Or, in its place, the export directory.
+            model's.
         target_tokenizer: `WordPieceTokenizer` of the target; default the
             model's, else `source_tokenizer`.
-        export_dir: the model's directory, e.g. `saved_models/translate_en_es`.
         source_length: int, sources are cut to this many tokens. With
             neither length given, both are the model's (`source_length`;
             `target_length`, a UniLM's `max_length`), else 128; with one
@@ -236,11 +234,11 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
         length_penalty: float.
         no_repeat_ngram_size: int.
         version: int, the version subdirectory.
+        jit_compile: bool, mark the decoding loop for XLA (see
+            `Seq2SeqServingModule`; off by default).
         warmup_batch_sizes: the batch sizes of the TF Serving warm-up
             requests written for every signature (`()`: none; keep them at
             most the server's `max_batch_size` when it batches requests).
-        jit_compile: bool, mark the decoding loop for XLA (see
-            `Seq2SeqServingModule`; off by default).
         sampling: bool, also save the `sample` signature (and a UniLM's
             `continue`), which take decoding options per request.
 
@@ -254,26 +252,18 @@ def export_seq2seq(model, source_tokenizer=None, target_tokenizer=None, export_d
     >>> tokenizer = data.WordPieceTokenizer(list(data.SPECIAL_TOKENS) + ["hola", "hello"])
     >>> model = models.TransformerSeq2Seq(7, num_encoder_layers=1, num_decoder_layers=1,
     ...                                   hidden_dim=16, num_heads=2)
-    >>> path = export_seq2seq(model, tokenizer, tokenizer, tempfile.mkdtemp(),
-    ...                       source_length=8, max_length=5, beam_size=2)
+    >>> path = export_seq2seq(model, tempfile.mkdtemp(), source_tokenizer=tokenizer,
+    ...                       target_tokenizer=tokenizer, source_length=8, max_length=5,
+    ...                       beam_size=2)
     >>> served = tf.saved_model.load(path).signatures["serving_default"]
     >>> served(text=tf.constant(["hello", ""]))["token_ids"].shape
     TensorShape([2, 5])
     """
-    if isinstance(source_tokenizer, (str, os.PathLike)):  # export_seq2seq(model, export_dir)
-        if target_tokenizer is not None or export_dir is not None:
-            raise TypeError(
-                "With the export directory second, `export_seq2seq(model, export_dir, ...)`, "
-                "give the other arguments by keyword."
-            )
-        export_dir, source_tokenizer = source_tokenizer, None
-    if export_dir is None:
-        raise TypeError("export_seq2seq() needs `export_dir`.")
     module = Seq2SeqServingModule(model, source_tokenizer, target_tokenizer, source_length,
                                   max_length, beam_size, length_penalty, no_repeat_ngram_size,
                                   jit_compile)
     _checks.boolean("sampling", sampling)
-    return save(module, export_dir, version, module.signatures(sampling), warmup_batch_sizes)
+    return save(module, export_dir, version, warmup_batch_sizes, module.signatures(sampling))
 
 
 def _model_defaults(model, source_tokenizer, target_tokenizer, source_length, max_length):
