@@ -113,16 +113,16 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_bert_pretraining(tmp_
 
 def test_documents_in_a_corpus_file_end_at_lines_that_are_blank_once_stripped(tmp_path):
 
-    from tfnlp import _commands
+    from tfnlp.cli import _runs
 
     corpus = tmp_path / "corpus.txt"
     # Spaces or tabs on the separating line, Windows line ends, blank lines
     # at the start and end, and several blank lines in a row.
     corpus.write_bytes(b"\n  \nOne.\r\nTwo.\r\n \t \r\nThree.\n\n\n\nFour.\nFive.  \n\n")
-    assert _commands.read_corpus(str(corpus)) == [["One.", "Two."], ["Three."], ["Four.", "Five."]]
+    assert _runs.read_corpus(str(corpus)) == [["One.", "Two."], ["Three."], ["Four.", "Five."]]
     corpus.write_text(" \n\t\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="holds no text"):
-        _commands.read_corpus(str(corpus))
+        _runs.read_corpus(str(corpus))
 
 
 def test_yaml_config_and_flags_override_it(tmp_path):
@@ -134,11 +134,135 @@ def test_yaml_config_and_flags_override_it(tmp_path):
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "model_name", "config")}
     settings = cli.resolve(cli._schema(args), cli.load_config(str(config)), flags)
     assert settings["steps"] == 7 and settings["batch_size"] == 12
-    assert settings["dtype"] == "mixed_bfloat16" and settings["preset"] == "bert_tiny"
+    assert settings["dtype"] == "mixed_bfloat16" and settings["architecture"] == "bert_tiny"
     assert settings["learning_rate"] == 1e-3  # YAML 1.1 reads 1e-3 as text; accepted as a number
     assert settings["jit_compile"] == "auto"  # Keras resolves it: XLA where a GPU or TPU is visible
     for value in (True, False, "auto"):
         assert cli.resolve(cli._schema(args), {"jit_compile": value}, flags)["jit_compile"] == value
+
+
+def _configure(argv):
+    """The checked settings of `tfnlp ARGV` (no TensorFlow: nothing runs)."""
+    args = cli.build_parser(argv).parse_args(argv)
+    return cli._command(args.command).configure(args)
+
+
+def test_old_spellings_work_for_one_release_and_say_so(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"kind": "classifier", "settings": {}}))
+    labelled = tmp_path / "test.tsv"
+    labelled.write_text("text\tlabel\ngreat coffee\tgreat\n", encoding="utf-8")
+    cases = [  # (command, old flag, new flag, setting, value)
+        (["evaluate", "--data", str(labelled)], "--model", "--run", "run", str(run)),
+        (["predict", "--input", str(labelled)], "--model", "--run", "run", str(run)),
+        (["export", "--output", str(tmp_path / "served")], "--model", "--run", "run", str(run)),
+        (["pretrain", "bert", "--output", "o"], "--preset", "--architecture", "architecture", "bert_mini"),
+        (["pretrain", "elmo", "--output", "o"], "--preset", "--architecture", "architecture",
+         "elmo_original"),
+    ]
+    for command, old, new, name, value in cases:
+        capsys.readouterr()
+        settings = _configure([*command, new, value])
+        assert settings[name] == value and capsys.readouterr().err == ""
+        assert _configure([*command, old, value]) == settings
+        assert f"`{old}` is deprecated: use `{new}`" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            cli.main([*command, "--help"])
+        shown = capsys.readouterr().out
+        assert new in shown and old not in shown  # the old spelling is hidden from --help
+        # ... and as a key of a --config file.
+        config = tmp_path / "config.json"
+        config.write_text(json.dumps({old.strip("-"): value}))
+        assert _configure([*command, "--config", str(config)]) == settings
+        assert f"the setting `{old.strip('-')}` (in {config}) is deprecated" in capsys.readouterr().err
+        config.write_text(json.dumps({old.strip("-"): value, name: value}))
+        assert f"sets both `{name}` and its old name" in _error(capsys, [*command, "--config", str(config)])
+    # --model is finetune's own setting (bert or transformer), not an old spelling there.
+    assert _configure(["finetune", "--model", "transformer", "--output", "o"])["model"] == "transformer"
+    assert "deprecated" not in capsys.readouterr().err
+
+
+def test_the_cli_constants_agree_with_the_library():
+    from tfnlp import data, models
+    from tfnlp.cli import _settings, pretrain
+    from tfnlp.data import elmo
+
+    assert _settings.SPECIAL_TOKENS == tuple(data.SPECIAL_TOKENS)
+    assert _settings.WORD_TOKENS == (elmo.BOS, elmo.EOS, elmo.UNK)
+    for name, table in (("bert", models.BERT_ARCHITECTURES), ("unilm", models.BERT_ARCHITECTURES),
+                        ("elmo", models.ELMO_ARCHITECTURES)):
+        assert set(pretrain.SPECS[name].options["architecture"][3]) <= set(table), name
+
+
+@pytest.fixture
+def toy_task(monkeypatch):
+    """A task registered for one test: the registry is restored after it."""
+    from tfnlp.cli import _settings, tasks
+
+    monkeypatch.setattr(tasks, "TASKS", dict(tasks.TASKS))
+
+    @tasks.register_task("toy")
+    class Toy(tasks.Task):
+        kind = "toy_model"
+        help = "a task of tests/test_cli.py"
+        finetune_options = {"words": (str, None, "toy words to learn", None)}
+        runs = []
+
+        def check(self, command, settings):
+            if settings["words"] == "none":
+                raise _settings.ConfigError("`words` must not be none.")
+
+        def finetune(self, settings):
+            self.runs.append(settings)
+            print(f"toy finetune on {settings['words']}")
+            return 0
+
+        def export(self, model, run, config, settings):
+            return "nowhere"
+
+    return Toy
+
+
+def test_a_new_task_is_one_registered_class_and_no_command_changes(toy_task, tmp_path, capsys):
+    from tfnlp.cli import export, tasks
+
+    with pytest.raises(ValueError, match="registered already"):
+        tasks.register_task("toy")(toy_task)
+    with pytest.raises(SystemExit):
+        cli.main(["finetune", "--help"])
+    assert "{classification,toy}" in capsys.readouterr().out
+    # Each command lists the tasks that have it: Toy has no evaluate.
+    assert "invalid choice: 'toy'" in _error(capsys, ["evaluate", "--task", "toy", "--run", "r"])
+    for task in (["--task", "toy"], ["--task=toy"], ["--tas", "toy"]):  # argparse's abbreviation too
+        with pytest.raises(SystemExit):
+            cli.main(["finetune", *task, "--help"])
+        text = capsys.readouterr().out
+        assert "toy words to learn" in text and "--batch-size" in text and "--label-column" not in text
+    assert "`words` must not be none" in _error(
+        capsys, ["finetune", "--task", "toy", "--words", "none", "--output", str(tmp_path)])
+    assert "`words` is required" in _error(capsys, ["finetune", "--task", "toy", "--output", "o"])
+    assert "invalid choice: 'toys'" in _error(capsys, ["finetune", "--task", "toys", "--output", "o"])
+    assert cli.main(["finetune", "--task", "toy", "--words", "hello", "--output", str(tmp_path)]) == 0
+    assert "toy finetune on hello" in capsys.readouterr().out
+    assert toy_task.runs[-1]["words"] == "hello" and toy_task.runs[-1]["steps"] == 1000  # training's
+    assert export.exporters()["toy_model"](None, None, None, None) == "nowhere"  # by its runs' kind
+
+
+def test_the_registry_holds_the_built_in_tasks():
+    from tfnlp.cli import tasks
+
+    assert tasks.names() == ["classification"]  # and no test's task left behind
+
+
+def test_every_help_answers_without_importing_tensorflow():
+    for argv in (["vocab"], ["pretrain", "elmo"], ["evaluate"], ["predict", "--task", "classification"],
+                 ["export"], ["generate"]):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "tfnlp.cli", *argv, "--help"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "usage: tfnlp" in done.stdout, done.stderr[-2000:]
+        imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+        assert "tensorflow" not in imported and "keras" not in imported, argv
 
 
 def _tfnlp(*argv, stdin=None):
@@ -196,7 +320,7 @@ def test_vocab_pretrain_resume_finetune_export_generate(tmp_path, capsys):
             if layer.weights} == {"mixed_bfloat16"}
     _tfnlp_here(capsys, "export", "--model", str(reviews), "--output", str(tmp_path / "served"))
     with pytest.raises(SystemExit, match=r"is not a SavedModel; it holds the version\(s\) \['1'\]"):
-        list(__import__("tfnlp._commands", fromlist=["generate"]).generate(str(tmp_path / "served"), ["x"]))
+        list(__import__("tfnlp.cli.generate", fromlist=["generate"]).generate(str(tmp_path / "served"), ["x"]))
     lines = _tfnlp("generate", "--saved-model", str(tmp_path / "served" / "1"),
                    stdin="great coffee, will buy again\nstale and bitter\n").strip().split("\n")
     assert len(lines) == 2 and all(line.split("\t")[0] in ("other", "great") for line in lines)
@@ -249,11 +373,11 @@ def test_pretrain_elmo_and_unilm_on_a_small_corpus(tmp_path, capsys):
 def test_a_directory_written_before_the_normalization_key_keeps_its_tokenizer():
     import tensorflow as tf
 
-    from tfnlp import _commands
+    from tfnlp.cli import _runs
 
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "1998", ","]
-    old = _commands._tokenizer(vocabulary, {"kind": "bert", "settings": {}})  # no key: nfkc
-    new = _commands._tokenizer(vocabulary, {"kind": "bert", "normalization": "bert"})
+    old = _runs.tokenizer(vocabulary, {"kind": "bert", "settings": {}})  # no key: nfkc
+    new = _runs.tokenizer(vocabulary, {"kind": "bert", "normalization": "bert"})
     assert (old.normalization, new.normalization) == ("nfkc", "bert")
     assert old(tf.constant(["１９９８，"])).to_list() == [[5, 6]]
     assert new(tf.constant(["１９９８，"])).to_list() == [[1, 1]]

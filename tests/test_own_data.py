@@ -127,11 +127,13 @@ def test_the_docs_python_path_runs_in_ten_lines(tmp_path, monkeypatch, capsys):
     assert os.path.exists(tmp_path / "saved_models" / "topics" / "1" / "saved_model.pb")
 
 
-def _error(capsys, argv):
+def _error(capsys, argv, status=1):
+    """stderr of `tfnlp ARGV`, which must fail with `status`: 2 for settings refused before
+    anything runs (argparse's usage errors), 1 for a data file found wrong while running."""
     keras.backend.clear_session()
     with pytest.raises(SystemExit) as raised:
         cli.main(argv)
-    assert raised.value.code == 2, raised.value.code  # a usage error, as argparse's
+    assert raised.value.code == status, (raised.value.code, argv)
     return capsys.readouterr().err
 
 
@@ -155,13 +157,13 @@ def test_bad_files_and_columns_get_errors_that_name_them(tmp_path, capsys, monke
     latin.write_bytes("text\tcategory\ncaf\xe9 au lait\tfood\n".encode("latin-1"))
     message = _error(capsys, [*common, "--train", str(latin), "--label-column", "category"])
     assert "not valid UTF-8" in message and "line 2" in message
-    message = _error(capsys, [*common, "--train", str(tmp_path / "missing.tsv")])
+    message = _error(capsys, [*common, "--train", str(tmp_path / "missing.tsv")], status=2)
     assert "`train`" in message and "is not a file" in message
-    message = _error(capsys, ["finetune", "--train", str(train), "--output", "o"])
+    message = _error(capsys, ["finetune", "--train", str(train), "--output", "o"], status=2)
     assert "`pretrained` is required with --model bert" in message
     notes = tmp_path / "notes.txt"
     notes.write_text("Rain.\n", encoding="utf-8")
-    assert "must be a .tsv, .csv or .jsonl file" in _error(capsys, [*common, "--train", str(notes)])
+    assert "must be a .tsv, .csv or .jsonl file" in _error(capsys, [*common, "--train", str(notes)], status=2)
     assert not (tmp_path / "o").exists()  # nothing was started
 
 

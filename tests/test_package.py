@@ -146,7 +146,7 @@ PACKAGE_LAYERS = [
     {"training"},
     {"models"},
     {"export"},
-    {"_commands", "cli"},
+    {"cli"},
 ]
 
 
