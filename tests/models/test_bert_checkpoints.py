@@ -192,6 +192,16 @@ def _hugging_face_bert(directory, **overrides):
     return reference
 
 
+def _hugging_face_outputs(torch, reference, x):
+    """`reference` (a transformers BERT) on the inputs `x`, without gradients."""
+    with torch.no_grad():
+        return reference(
+            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
+        )
+
+
 def _three_segments():
     x = _padded_pairs()
     x["segment_ids"][0, 12:] = 2
@@ -281,12 +291,7 @@ def test_parity_with_hugging_face_on_six_heads_and_three_segment_types(tmp_path,
     torch = pytest.importorskip("torch")
     reference = _hugging_face_bert(tmp_path, layer_norm_eps=layer_norm_eps)
     x = _three_segments()
-    with torch.no_grad():
-        expected = reference(
-            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
-            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
-            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
-        )
+    expected = _hugging_face_outputs(torch, reference, x)
     backbone = models.load_hugging_face_checkpoint(str(tmp_path))
     assert backbone.layer_norm_epsilon == layer_norm_eps
     ours = backbone(x)
@@ -307,12 +312,7 @@ def test_parity_with_hugging_face_for_each_gelu_it_names(tmp_path, hidden_act, a
             layer.intermediate.dense.weight.mul_(10.0)
     reference.save_pretrained(tmp_path, safe_serialization=True)
     x = _three_segments()
-    with torch.no_grad():
-        expected = reference(
-            input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
-            token_type_ids=torch.tensor(x["segment_ids"], dtype=torch.long),
-            attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long),
-        ).last_hidden_state.numpy()
+    expected = _hugging_face_outputs(torch, reference, x).last_hidden_state.numpy()
     backbone = models.load_hugging_face_checkpoint(str(tmp_path))
     assert backbone.activation == activation
     assert_allclose(backbone(x)["sequence_output"], expected, atol=1e-5)

@@ -48,14 +48,7 @@ def gelu(x):
     >>> [round(float(v), 4) for v in gelu(tf.constant([-1.0, 0.0, 1.0]))]
     [-0.1587, 0.0, 0.8413]
     """
-    if isinstance(x, keras.KerasTensor):
-        return keras.layers.Activation(gelu, dtype=x.dtype)(x)
-    if isinstance(x, tf.RaggedTensor):
-        return tf.ragged.map_flat_values(gelu, x)
-    x = tf.convert_to_tensor(x)
-    if not x.dtype.is_floating:
-        raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype.name}.")
-    return _gelu(x)
+    return _elementwise(gelu, _gelu, x)
 
 
 @tf.custom_gradient
@@ -92,15 +85,24 @@ def gelu_approximate(x):
     >>> [round(float(v), 4) for v in gelu_approximate(tf.constant([-1.0, 0.0, 1.0]))]
     [-0.1588, 0.0, 0.8412]
     """
+    return _elementwise(gelu_approximate, _gelu_approximate, x)
+
+
+def _gelu_approximate(x):
+    inner = tf.constant(_SQRT_2_OVER_PI, x.dtype) * (x + tf.constant(0.044715, x.dtype) * x * x * x)
+    return x * (0.5 + 0.5 * tf.tanh(inner))
+
+
+def _elementwise(activation, compute, x):
+    """`compute(x)` for a float tensor; an `Activation` layer for a symbolic `x`, per value if ragged."""
     if isinstance(x, keras.KerasTensor):
-        return keras.layers.Activation(gelu_approximate, dtype=x.dtype)(x)
+        return keras.layers.Activation(activation, dtype=x.dtype)(x)
     if isinstance(x, tf.RaggedTensor):
-        return tf.ragged.map_flat_values(gelu_approximate, x)
+        return tf.ragged.map_flat_values(activation, x)
     x = tf.convert_to_tensor(x)
     if not x.dtype.is_floating:
         raise TypeError(f"`x` must be a floating-point tensor, got dtype {x.dtype.name}.")
-    inner = tf.constant(_SQRT_2_OVER_PI, x.dtype) * (x + tf.constant(0.044715, x.dtype) * x * x * x)
-    return x * (0.5 + 0.5 * tf.tanh(inner))
+    return compute(x)
 
 
 def fast(activation):

@@ -24,9 +24,13 @@ class ChecksInputs:
         raise NotImplementedError
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        with _checks.errors_without_input_dump():
-            inputs = self._checked_inputs(inputs)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+        return super().call(checked(self, inputs), training=training, mask=mask, **kwargs)
+
+
+def checked(model, inputs):
+    """`model._checked_inputs(inputs)`, its errors raised without Keras' dump of the inputs."""
+    with _checks.errors_without_input_dump():
+        return model._checked_inputs(inputs)
 
 
 class CallsBackboneLayers:

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfnlp import _checks
+from tfnlp.models._mixins import checked
 from tfnlp.training.optimizers import with_loss_scaling
 from tfnlp.training.validation import quiet_epoch_end
 
@@ -102,9 +102,7 @@ class Task(keras.Model):
         raise NotImplementedError
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        with _checks.errors_without_input_dump():
-            inputs = self._checked_inputs(inputs)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+        return super().call(checked(self, inputs), training=training, mask=mask, **kwargs)
 
     def compile_from_config(self, config):
         # Every argument as saved: an explicit `None` (no metrics, say) stays
