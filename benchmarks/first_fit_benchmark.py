@@ -6,7 +6,7 @@ traces the first training step: every slot variable is created inside the
 twice. tfnlp's trainable models build it first (`Task.make_train_function` in
 `tfnlp/models/task.py`). This script times one `fit` call of one batch on
 a freshly compiled model, in a fresh process each time (tracing caches are
-per process), with the mixin as shipped (`built_first`) and switched off
+per process), with it as shipped (`built_first`) and switched off
 (`keras_default`), alternating which goes first, and reports the median
 per-round ratio keras_default / built_first (> 1: building first is faster).
 Both must end with the same loss: only when the variables are made differs.

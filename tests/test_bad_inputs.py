@@ -430,6 +430,11 @@ CASES = [
                                                   tf.constant(["good", "food"])))),
     call(D.BertPreprocessor, ValueError, r"`inputs` must be one text tensor or a pair, got 3",
          lambda: _layer("preprocessor")((tf.constant(["good"]),) * 3)),
+    # Backbone: the base is no model; what it promises, checked inputs, holds for its subclasses
+    init(M.Backbone, TypeError, r"`Backbone` is the base of tfnlp's backbones, not a model: build a "
+         r"`BertBackbone`", inputs={}, outputs={}),
+    call(M.Backbone, ValueError, r"`token_ids` must be in \[0, 30\) \(`vocabulary_size`\)",
+         lambda: M.Backbone.__call__(_model("bert"), _bert_inputs(token_ids=[[2, 5, 30, 3, 0]]))),
     # BertBackbone
     init(M.BertBackbone, ValueError, r"`hidden_dim` \(8\) must be divisible by `num_heads` \(3\)",
          **_bert_config(num_heads=3)),

@@ -79,8 +79,8 @@ def random_weights(seed=0):
     for name, shape in upstream_names(LAYERS).items():
         # Scales that make every part matter, as trained weights do: outputs
         # of about unit scale from each kernel (1.5 / sqrt(fan-in)), so that
-        # attention is not uniform and GELU sees +-2, where its two forms
-        # differ most.
+        # attention is not uniform and GELU sees inputs out to +-3 (its two
+        # forms differ most near |x| = 2.7).
         if name.endswith("kernel"):
             scale = 1.5 / math.sqrt(shape[0])
         else:
@@ -239,8 +239,14 @@ def test_the_default_gelu_is_googles_code_of_today_and_a_saved_model_keeps_its_o
         models.load_google_checkpoint(str(directory), gelu="exact")
     # A backbone of the other form is not the checkpoint's model: refused by name.
     with pytest.raises(ValueError, match="hidden_act='gelu' computes activation='gelu_approximate' "
-                                         "but the model has activation='gelu'"):
+                                         "but the model has activation='gelu'") as error:
         models.load_google_checkpoint(str(directory), backbone=exact)
+    assert 'Pass gelu="erf" for the 2018 releases' in str(error.value)  # what to do about it
+    assert models.load_google_checkpoint(str(directory), backbone=exact, gelu="erf") is exact
+    config = json.loads((tmp_path / "bert_config.json").read_text())
+    (tmp_path / "bert_config.json").write_text(json.dumps({**config, "tfnlp_gelu": "exact"}))
+    with pytest.raises(ValueError, match=r"bert_config.json has tfnlp_gelu='exact': it must be one of"):
+        models.load_google_checkpoint(str(tmp_path))
 
 
 def test_a_change_to_any_one_name_of_the_importers_map_fails_the_load(checkpoint, monkeypatch):

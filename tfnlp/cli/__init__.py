@@ -80,8 +80,4 @@ def main(argv=None):
     except ConfigError as error:
         parser.error(str(error))  # exits with status 2
     import_quietly(args.verbose)  # TensorFlow only once the settings are valid
-    try:
-        return command.run(args, settings)
-    except CommandError as error:
-        print(error, file=sys.stderr)
-        raise
+    return command.run(args, settings)

@@ -62,21 +62,16 @@ class ConfigError(ValueError):
 
 
 class CommandError(SystemExit):
-    """What stops a command once it runs (a bad row of a data file): exit status 1.
+    """What stops a command once it runs (a bad row of a data file).
 
-    Settings found wrong before anything runs are usage errors (`ConfigError`,
-    status 2, argparse's); what is found while running fails with 1, as
-    before the CLI became a package.
-
-    Its text is `tfnlp: error: MESSAGE`, which `tfnlp.cli.main` prints on stderr.
+    Its code is the text `tfnlp: error: MESSAGE`, as before the CLI became a
+    package: Python prints it on stderr and exits with status 1. Settings
+    found wrong before anything runs are usage errors instead (`ConfigError`,
+    status 2, argparse's).
     """
 
     def __init__(self, message):
-        super().__init__(1)
-        self.message = f"tfnlp: error: {message}"
-
-    def __str__(self):
-        return self.message
+        super().__init__(f"tfnlp: error: {message}")
 
 
 def _check_value(name, value, kind, choices):

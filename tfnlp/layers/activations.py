@@ -70,7 +70,7 @@ def gelu_approximate(x):
     2019-02-07 (commit bee6030; its October 2018 code computed the exact
     erf form), Hugging Face's `"gelu_new"` / `"gelu_pytorch_tanh"` and
     `keras.activations.gelu(x, approximate=True)`. It differs from the
-    exact `gelu` by up to about 4.7e-4 (near `|x| = 2`); which released
+    exact `gelu` by up to about 4.7e-4 (near `|x| = 2.7`); which released
     checkpoints were trained with which is in `docs/weights.md`.
 
     Args:
@@ -89,8 +89,10 @@ def gelu_approximate(x):
 
 
 def _gelu_approximate(x):
-    inner = tf.constant(_SQRT_2_OVER_PI, x.dtype) * (x + tf.constant(0.044715, x.dtype) * x * x * x)
-    return x * (0.5 + 0.5 * tf.tanh(inner))
+    # (1 + tanh(z)) / 2 as sigmoid(2z), the same function: it does not cancel
+    # where tanh(z) nears -1, which in bfloat16 cost half of the value at x = -3.
+    inner = tf.constant(2.0 * _SQRT_2_OVER_PI, x.dtype) * (x + tf.constant(0.044715, x.dtype) * x * x * x)
+    return x * tf.sigmoid(inner)
 
 
 def _elementwise(activation, compute, x):

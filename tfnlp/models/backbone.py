@@ -42,6 +42,11 @@ class Backbone(ChecksInputs, FromConfig, FromPresetAlias, keras.Model):
     """
 
     def __init__(self, *, inputs, outputs, **kwargs):
+        if type(self) is Backbone:
+            raise TypeError(
+                "`Backbone` is the base of tfnlp's backbones, not a model: build a `BertBackbone` or "
+                "a `UniLMBackbone` (or subclass `Backbone`)."
+            )
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def encode(self, inputs, output_positions=None):

@@ -43,10 +43,15 @@ GOOGLE_GELU = {"tanh": "gelu_approximate", "erf": "gelu"}
 _SAVED_GELU = "tfnlp_gelu"
 
 
-def _google_activations(config, gelu):
-    """`hidden_act` -> `activation` for a Google-format config read with `gelu`."""
+def _google_activations(config, gelu, path):
+    """`hidden_act` -> `activation` for a Google-format config (`path`) read with `gelu`."""
     if gelu is None:
         gelu = config.get(_SAVED_GELU, "tanh")
+        if gelu not in GOOGLE_GELU:
+            raise ValueError(
+                f"The BERT config {path} has {_SAVED_GELU}={gelu!r}: it must be one of "
+                f"{tuple(GOOGLE_GELU)}."
+            )
     _checks.one_of("gelu", gelu, tuple(GOOGLE_GELU))
     return {"gelu": GOOGLE_GELU[gelu]}
 
@@ -417,9 +422,19 @@ def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None, gel
     """
     config_path = os.path.join(directory, "bert_config.json")
     config = _read_config(config_path)
-    activations = _google_activations(config, gelu)
+    activations = _google_activations(config, gelu, config_path)
     _check_vocabulary_file(directory, config)
-    backbone = _checked_backbone(config, backbone, config_path, activations=activations)
+    try:
+        backbone = _checked_backbone(config, backbone, config_path, activations=activations)
+    except ValueError as error:
+        if gelu is None and _SAVED_GELU not in config and "computes activation=" in str(error):
+            raise ValueError(
+                f"{error}\n  (Google's format says 'gelu' for both GELUs; it is read as the tanh "
+                "form google-research/bert computes since 2019. Pass gelu=\"erf\" for the 2018 "
+                "releases and for folders saved by tfnlp before 2026-11-29, or build the backbone "
+                "with activation=\"gelu_approximate\".)"
+            ) from None
+        raise
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     prefix = os.path.join(directory, "bert_model.ckpt")
     try:
