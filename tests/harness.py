@@ -74,11 +74,11 @@ def assert_finite(outputs):
         assert np.all(np.isfinite(np.asarray(x, np.float32))), "non-finite output"
 
 
-def _config_round_trip(layer):
+def _config_round_trip(layer, package="tfnlp"):
     config = layer.get_config()
     assert config == type(layer).from_config(config).get_config()
     serialized = json.loads(json.dumps(keras.saving.serialize_keras_object(layer)))
-    assert serialized["registered_name"].startswith("tfnlp>"), serialized["registered_name"]
+    assert serialized["registered_name"].startswith(f"{package}>"), serialized["registered_name"]
     restored = keras.saving.deserialize_keras_object(serialized)
     assert type(restored) is type(layer)
     assert restored.get_config() == config
@@ -186,18 +186,18 @@ def compared_outputs(model, x):
     return named
 
 
-def _wrong_dtype(inputs):
-    """The inputs with their first id input as float32, and that input's name."""
+def _wrong_dtype(family, inputs):
+    """The inputs with the family's id input as float32, and that input's name."""
     from tests import families
 
-    name, ids, replaced = families.id_input(inputs)
+    name, ids, replaced = families.id_input(family, inputs)
     return replaced(ids.astype("float32")), name
 
 
 def run_model_test(family):
     """Runs the standard checks on the tiny model of one registered family (`tests/families.py`).
 
-    Config JSON round trip (a `tfnlp>` registered name), eager call, XLA
+    Config JSON round trip (a registered name in the family's `package`), eager call, XLA
     call, `.keras` save/load with `safe_mode=True` (same outputs, same
     compile and optimizer state, after one training step that moves every
     trainable weight), `mixed_bfloat16` (bfloat16 compute, float32 variables,
@@ -210,7 +210,7 @@ def run_model_test(family):
     # A constant learning rate: the families' default schedules start at 0.
     model = families.model(family, optimizer=keras.optimizers.Adam(1e-3))
     x, y, weights = families.first_batch(family)
-    _config_round_trip(model)
+    _config_round_trip(model, families.get(family).package)
     eager = model(x, training=False)
     assert_finite(eager)
 
@@ -244,7 +244,7 @@ def run_model_test(family):
     assert_close_to_float32(output, compared_outputs(restored, x))
     assert any(layer.dtype_policy.compute_dtype == "bfloat16" for layer in mixed._flatten_layers())
 
-    bad, name = _wrong_dtype(x)
+    bad, name = _wrong_dtype(family, x)
     try:
         model(bad)
     except TypeError as error:

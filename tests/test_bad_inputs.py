@@ -771,7 +771,7 @@ def test_every_family_names_its_id_input_when_its_rank_or_range_is_wrong(family)
     # by being registered (its float ids: tests/models/test_model_harness.py).
     model = families.model(family)
     x, _, _ = families.first_batch(family)
-    name, ids, replaced = families.id_input(x)
+    name, ids, replaced = families.id_input(family, x)
     ids = np.array(ids)  # a copy, changed below
     rank = ids.ndim
     with pytest.raises(ValueError, match=rf"^`{name}` must have shape \(B, .*\) \(rank {rank}\), "

@@ -19,54 +19,25 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops the SavedModels use)
 
+from tests import families
 from tests.export.serving.harness import CppServer, decode_utf8
+from tests.families import SAMPLING
 from tfnlp import data, export, models
 from tfnlp.export._common import WARMUP_BATCH_SIZES, WARMUP_FILE
 
 TEXTS = ["The cat sat on the [MASK].", "", "émigré café 中文 \U0001F600", b"\xff\xfe broken", "x" * 1_000_000]
-SAMPLING = ("temperature", "top_k", "top_p", "seed", "max_new_tokens", "repetition_penalty")
-SIGNATURES = {  # family -> its signatures and their inputs
-    "backbone": {"serving_default": ["text"], "encode_pairs": ["text_a", "text_b"]},
-    "fill_mask": {"serving_default": ["text"]},
-    "bert_classifier": {"serving_default": ["text"], "classify_pairs": ["text_a", "text_b"]},
-    "transformer_classifier": {"serving_default": ["text"], "classify_pairs": ["text_a", "text_b"]},
-    "elmo": {"serving_default": ["text"]},
-    "translator": {"serving_default": ["text"], "sample": ["text", *SAMPLING]},
-    "unilm": {"serving_default": ["text"], "sample": ["text", *SAMPLING],
-              "continue": ["text", *SAMPLING]},
-}
+SIGNATURES = families.signatures()  # export -> its signatures and their inputs (tests/families.py)
 
 
 def export_every_family(vocabulary, directory, dtype=None):
-    """{family: export path} of tiny models of every family under `dtype` (a policy name or None)."""
-    keras.utils.set_random_seed(7)
-    tokenizer = data.WordPieceTokenizer(vocabulary)
-    preprocessor = data.BertPreprocessor(tokenizer, 16)
-    size = len(vocabulary)
-    backbone = models.BertBackbone(size, 1, 2, 16, max_sequence_length=16, dtype=dtype)
-    settings = {"source_length": 8, "max_length": 5, "beam_size": 2}
-    bilm = models.ELMoBiLM(word_vocabulary_size=20, num_layers=1, units=8, projection_dim=4,
-                           filters=((1, 4), (2, 4)), num_highway_layers=1, num_sampled=None,
-                           dtype=dtype)
-    return {
-        "backbone": export.export_backbone(backbone, f"{directory}/backbone", preprocessor=preprocessor),
-        "fill_mask": export.export_fill_mask(models.BertPretrainer(backbone), f"{directory}/fill_mask",
-                                             preprocessor=preprocessor, top_k=3, max_masks=2),
-        "bert_classifier": export.export_classifier(
-            models.BertClassifier(backbone, 3), f"{directory}/bert_classifier", preprocessor=preprocessor,
-            labels=["a", "b", "c"]),
-        "transformer_classifier": export.export_classifier(
-            models.TransformerClassifier(size, 2, num_layers=1, num_heads=2, hidden_dim=16, dtype=dtype),
-            f"{directory}/transformer_classifier", preprocessor=preprocessor, labels=["no", "yes"]),
-        "elmo": export.export_elmo(models.ELMoEmbedder(bilm), f"{directory}/elmo", max_tokens=8),
-        "translator": export.export_seq2seq(
-            models.TransformerSeq2Seq(size, num_encoder_layers=1, num_decoder_layers=1, hidden_dim=16,
-                                      num_heads=2, dtype=dtype),
-            f"{directory}/translator", source_tokenizer=tokenizer, target_tokenizer=tokenizer, **settings),
-        "unilm": export.export_seq2seq(
-            models.UniLM(models.UniLMBackbone(size, 1, 2, 16, max_sequence_length=16, dtype=dtype)),
-            f"{directory}/unilm", source_tokenizer=tokenizer, target_tokenizer=tokenizer, **settings),
-    }
+    """{export: path} of every registered family's exports (tests/families.py): tiny models under
+    `dtype` (a policy name or None)."""
+    kit = families.ExportKit(vocabulary, dtype)
+    paths = {}
+    for spec in families.exports():
+        keras.utils.set_random_seed(7)
+        paths[spec.name] = spec.build(kit, f"{directory}/{spec.name}")
+    return paths
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +89,32 @@ def _inputs(names):
             for name in names}
 
 
+def check_served_as_in_python(server, path, loaded, signatures, name):
+    """The C++ loader (`server`, where `path` is loaded) == `loaded` (`tf.saved_model.load(path)`)
+    on each of `signatures` (`{signature: [input names]}`) of export `name`; their number."""
+    for signature, names in signatures.items():
+        inputs = _inputs(names)
+        served = server.call(path, signature, **inputs)
+        as_bytes = {k: tf.constant(v) if isinstance(v, np.ndarray) else
+                    tf.constant([t if isinstance(t, bytes) else t.encode() for t in v])
+                    for k, v in inputs.items()}
+        expected = {k: v.numpy() for k, v in loaded.signatures[signature](**as_bytes).items()}
+        assert set(served) == set(expected), (name, signature)
+        for output, value in expected.items():
+            assert served[output].shape == value.shape, (name, signature, output)
+            if value.dtype == object:
+                np.testing.assert_array_equal(served[output], decode_utf8(value),
+                                              err_msg=f"{name} {output}")
+            else:
+                assert served[output].dtype == value.dtype, (name, signature, output)
+                assert value.dtype != np.float16 and value.dtype.name != "bfloat16"  # float32 out
+                if value.dtype.kind == "f":
+                    assert np.isfinite(served[output]).all(), (name, signature, output)
+                np.testing.assert_allclose(served[output], value, atol=1e-5,
+                                           err_msg=f"{name} {output}")
+    return len(signatures)
+
+
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
 def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(request, server, float32_exports,
                                                                  precision):
@@ -133,25 +130,7 @@ def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(request, s
         else:
             server.load(path)
             loaded = tf.saved_model.load(path)
-        for signature, names in signatures.items():
-            inputs = _inputs(names)
-            served = server.call(path, signature, **inputs)
-            as_bytes = {k: tf.constant(v) if isinstance(v, np.ndarray) else
-                        tf.constant([t if isinstance(t, bytes) else t.encode() for t in v])
-                        for k, v in inputs.items()}
-            expected = {k: v.numpy() for k, v in loaded.signatures[signature](**as_bytes).items()}
-            assert set(served) == set(expected), (family, signature)
-            for name, value in expected.items():
-                assert served[name].shape == value.shape, (family, signature, name)
-                if value.dtype == object:
-                    np.testing.assert_array_equal(served[name], decode_utf8(value), err_msg=f"{family} {name}")
-                else:
-                    assert served[name].dtype == value.dtype, (family, signature, name)
-                    assert value.dtype != np.float16 and value.dtype.name != "bfloat16"  # float32 out
-                    if value.dtype.kind == "f":
-                        assert np.isfinite(served[name]).all(), (family, signature, name)
-                    np.testing.assert_allclose(served[name], value, atol=1e-5, err_msg=f"{family} {name}")
-            count += 1
+        count += check_served_as_in_python(server, path, loaded, signatures, family)
         if not float32:
             server.forget(path)
     assert count == 13
@@ -178,11 +157,10 @@ def test_the_warm_up_file_holds_tf_serving_predict_logs(float32_exports):
     assert set(requests[2].inputs) == {"text_a", "text_b"}
 
 
-@pytest.mark.parametrize("family", list(SIGNATURES))
-def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_exports, loaded, family):
-    """A scalar, or the (B, 1) a REST client sends for [["a"], ["b"]], instead of (B,)."""
-    path = float32_exports[family]  # loaded in `server` for the module
-    for signature, names in SIGNATURES[family].items():
+def check_a_text_input_of_the_wrong_rank_is_refused(server, path, signatures):
+    """A scalar, or the (B, 1) a REST client sends for [["a"], ["b"]], instead of (B,), in each of
+    `signatures` of the export at `path` (loaded in `server`): an error naming the input."""
+    for signature, names in signatures.items():
         for name in [n for n in names if n not in SAMPLING]:
             for shape in ((), (2, 1)):
                 inputs = {n: _inputs([n])[n][:2] if n in SAMPLING else ["one", "two"]
@@ -192,6 +170,12 @@ def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_
                 assert "INVALID_ARGUMENT" in error
                 assert f"`{name}` must be a batch of texts: a string tensor of shape [batch_size]" in error
                 assert f"got shape [{', '.join(map(str, shape))}]" in error
+
+
+@pytest.mark.parametrize("family", list(SIGNATURES))
+def test_a_text_input_of_the_wrong_rank_gets_an_error_naming_it(server, float32_exports, loaded, family):
+    """A scalar, or the (B, 1) a REST client sends for [["a"], ["b"]], instead of (B,)."""
+    check_a_text_input_of_the_wrong_rank_is_refused(server, float32_exports[family], SIGNATURES[family])
 
 
 SAVED_MODEL_CLI = (

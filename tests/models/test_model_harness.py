@@ -65,31 +65,44 @@ def test_the_mixed_precision_check_fails_on_a_wrong_cast_in_every_output(family,
         np.testing.assert_allclose(tf.cast(wrong["output"], tf.float32), expected["output"], atol=0.1, rtol=0.05)
 
 
+@pytest.mark.parametrize("family", families.FAMILIES)
+def test_a_family_model_is_or_holds_its_model_classes(family):
+    model = families.model(family)
+    own = {type(model).__name__, type(getattr(model, "backbone", model)).__name__}
+    assert own == set(families.get(family).model_classes), family
+
+
 def test_every_public_model_class_is_trained_and_served_by_a_registered_family():
     public = {name for name, cls in inspect.getmembers(models, inspect.isclass)
               if issubclass(cls, keras.Model) and cls is not models.Backbone}  # the abstract base
-    assert set(families.MODEL_CLASSES) == set(families.FAMILIES)
-    for family in families.FAMILIES:
-        model = families.model(family)
-        own = {type(model).__name__, type(getattr(model, "backbone", model)).__name__}
-        assert own == set(families.MODEL_CLASSES[family]), family
-    covered = {name for names in families.MODEL_CLASSES.values() for name in names}
+    covered = {name for names in families.model_classes().values() for name in names}
     missing = public - covered - set(families.NOT_TRAINED)
     assert not missing, f"add a family for {sorted(missing)} to tests/families.py"
-    assert set(families.EXPORTED_AS) == public, "say which export serves each model class"
-    assert set(families.EXPORTED_AS.values()) == set(test_tf_serving.SIGNATURES)
+    exported_as = families.exported_as()
+    assert set(exported_as) == public, "say which export serves each model class"
+    assert set(exported_as.values()) == set(test_tf_serving.SIGNATURES)
+
+
+def test_every_family_cli_command_is_registered():
+    from tfnlp.cli import pretrain, tasks
+
+    commands = {"pretrain": set(pretrain.SPECS), "finetune": set(tasks.names("finetune"))}
+    for family in families.FAMILIES:
+        cli = families.get(family).cli
+        assert cli is None or cli[1] in commands[cli[0]], (family, cli)
 
 
 @pytest.mark.parametrize("family", families.FAMILIES)
 def test_compile_fills_in_each_auto_argument_alone(family):
     """`compile()`'s "auto" is decided argument by argument (tfnlp.models.Task), in every family."""
+    spec = families.get(family)
     model = families.model(family)
     model.compile()
     own = model.get_compile_config()
     # Tasks whose targets carry padding weights report weighted metrics.
-    assert (own["weighted_metrics"] is not None) == (family in ("bert_pretrainer", "seq2seq", "unilm"))
-    if family == "elmo":
-        assert own["loss"] is None and own["metrics"] is None  # its own loss and perplexities
+    assert (own["weighted_metrics"] is not None) == spec.weighted_metrics
+    if spec.own_loss:
+        assert own["loss"] is None and own["metrics"] is None  # its own loss and perplexities (ELMo)
         with pytest.raises(ValueError, match="do not pass `weighted_metrics`"):
             model.compile(weighted_metrics=["accuracy"])
         return
