@@ -41,6 +41,11 @@ GOOGLE_GELU = {"tanh": "gelu_approximate", "erf": "gelu"}
 # What `save_google_checkpoint` adds to `bert_config.json` so that its own
 # files load as they were saved; Google's and Hugging Face's code ignore it.
 _SAVED_GELU = "tfnlp_gelu"
+_DEFAULT_GELU_NOTE = (
+    " (Google's format says 'gelu' for both GELUs; it is read as the tanh form google-research/bert "
+    'computes since 2019. Pass gelu="erf" for the 2018 releases and for folders saved by tfnlp '
+    'before 2026-11-29, or build the backbone with activation="gelu_approximate".)'
+)
 
 
 def _google_activations(config, gelu, path):
@@ -122,7 +127,7 @@ def backbone_config_from_google(config, activations=None):
     }
 
 
-def config_mismatches(config, backbone, activations=None):
+def config_mismatches(config, backbone, activations=None, activation_note=""):
     """How a checkpoint's config differs from an existing `BertBackbone`, one line each.
 
     Compares every size (a wrong `num_attention_heads` keeps every weight's
@@ -136,6 +141,8 @@ def config_mismatches(config, backbone, activations=None):
         backbone: a `BertBackbone` (or subclass).
         activations: `{hidden_act: activation}` of the config's format
             (`HUGGING_FACE_ACTIVATIONS` when None).
+        activation_note: what to add to an activation mismatch (how the
+            format's `hidden_act` was read, what to pass instead).
 
     Returns:
         A list of strings, empty when the backbone is the checkpoint's model.
@@ -160,7 +167,7 @@ def config_mismatches(config, backbone, activations=None):
     if isinstance(act, str) and act in activations and activations[act] != backbone.activation:
         problems.append(
             f"hidden_act={act!r} computes activation={activations[act]!r} but the model has "
-            f"activation={backbone.activation!r}"
+            f"activation={backbone.activation!r}{activation_note}"
         )
     return problems
 
@@ -202,7 +209,8 @@ def tensor_mismatches(config, weights):
     return problems
 
 
-def _checked_backbone(config, backbone, path, backbone_cls=BertBackbone, activations=None):
+def _checked_backbone(config, backbone, path, backbone_cls=BertBackbone, activations=None,
+                      activation_note=""):
     """`backbone`, after comparing it with `config`; or a new `backbone_cls` built from `config`."""
     if backbone is None:
         return backbone_cls(**backbone_config_from_google(config, activations))
@@ -210,7 +218,7 @@ def _checked_backbone(config, backbone, path, backbone_cls=BertBackbone, activat
         raise ValueError(
             f"`backbone` must be a {backbone_cls.__name__}, got {type(backbone).__name__}."
         )
-    problems = config_mismatches(config, backbone, activations)
+    problems = config_mismatches(config, backbone, activations, activation_note)
     if problems:
         raise ValueError(
             f"The checkpoint's config {path} does not describe this backbone "
@@ -424,17 +432,10 @@ def load_google_checkpoint(directory, pretrainer_cls=None, *, backbone=None, gel
     config = _read_config(config_path)
     activations = _google_activations(config, gelu, config_path)
     _check_vocabulary_file(directory, config)
-    try:
-        backbone = _checked_backbone(config, backbone, config_path, activations=activations)
-    except ValueError as error:
-        if gelu is None and _SAVED_GELU not in config and "computes activation=" in str(error):
-            raise ValueError(
-                f"{error}\n  (Google's format says 'gelu' for both GELUs; it is read as the tanh "
-                "form google-research/bert computes since 2019. Pass gelu=\"erf\" for the 2018 "
-                "releases and for folders saved by tfnlp before 2026-11-29, or build the backbone "
-                "with activation=\"gelu_approximate\".)"
-            ) from None
-        raise
+    # Google's "gelu" was read as tanh by default: say so where a backbone disagrees.
+    note = "" if gelu is not None or _SAVED_GELU in config else _DEFAULT_GELU_NOTE
+    backbone = _checked_backbone(config, backbone, config_path, activations=activations,
+                                 activation_note=note)
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     prefix = os.path.join(directory, "bert_model.ckpt")
     try:
