@@ -1,5 +1,6 @@
 """The exporters' old positional forms work for one release, with a warning that names the new form."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -7,11 +8,13 @@ import pytest
 import tensorflow as tf
 
 from tfnlp import data, export, models
+from tfnlp.export._old_call_forms import takes_old_call_form
 
 VOCABULARY = list(data.SPECIAL_TOKENS) + ["good", "bad", "food", "taste"]
 TEXTS = ["good food", "", "bad [MASK] taste"]
 
 
+@functools.cache
 def _families():
     """{family: (exporter, model, old positional arguments after the model and the export
     directory's place among them, new keyword arguments)}: the same export both ways."""
@@ -43,18 +46,44 @@ def _served(path):
     return sorted(signatures), {name: value.numpy() for name, value in outputs.items()}
 
 
-@pytest.mark.parametrize("family", ["backbone", "fill_mask", "classifier", "elmo", "seq2seq"])
-def test_the_old_form_exports_the_same_with_a_warning_and_the_new_form_warns_not(family, tmp_path):
+FAMILIES = ["backbone", "fill_mask", "classifier", "elmo", "seq2seq"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_old_form_reaches_the_exporter_with_the_new_forms_arguments(family):
+    """The old form's arguments, as the exporter receives them, are the new form's: the
+    decorator's rule around a recorder in place of each exporter (one export below is real)."""
     exporter, model, old, new = _families()[family]
+    received = []
+
+    def record(*args, **kwargs):
+        received.append((args, kwargs))
+
+    record.__name__ = exporter.__name__
+    recorder = takes_old_call_form(*exporter.old_call_form)(record)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        recorder(model, "new_dir", **new)
+    assert not [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    old = tuple("old_dir" if value is None else value for value in old)
+    with pytest.warns(DeprecationWarning, match=rf"`{exporter.__name__}\(.*\)` is deprecated .* call "
+                                                rf"`{exporter.__name__}\(model, export_dir, "):
+        recorder(model, *old, **({"sampling": False} if family == "seq2seq" else {}))
+    (new_args, new_kwargs), (old_args, old_kwargs) = received
+    assert new_args == (model, "new_dir") and old_args == ()
+    assert old_kwargs == {"model": model, "export_dir": "old_dir", **new_kwargs}
+
+
+def test_the_old_form_exports_the_same_with_a_warning_and_the_new_form_warns_not(tmp_path):
+    exporter, model, old, new = _families()["classifier"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         path = exporter(model, str(tmp_path / "new"), **new, warmup_batch_sizes=())
     assert not [w for w in caught if issubclass(w.category, DeprecationWarning)]
     old = tuple(str(tmp_path / "old") if value is None else value for value in old)
-    extra = {"sampling": False} if family == "seq2seq" else {}
-    with pytest.warns(DeprecationWarning, match=rf"`{exporter.__name__}\(.*\)` is deprecated .* call "
-                                                rf"`{exporter.__name__}\(model, export_dir, "):
-        old_path = exporter(model, *old, warmup_batch_sizes=(), **extra)
+    with pytest.warns(DeprecationWarning, match=r"`export_classifier\(.*\)` is deprecated .* call "
+                                                r"`export_classifier\(model, export_dir, "):
+        old_path = exporter(model, *old, warmup_batch_sizes=())
     assert old_path == str(tmp_path / "old" / "1")
     (names, outputs), (old_names, old_outputs) = _served(path), _served(old_path)
     assert old_names == names

@@ -57,6 +57,7 @@ def takes_old_call_form(*names):
                 )
             return exporter(*args, **kwargs)
 
+        call.old_call_form = names  # for the tests: the same rule around a recorder
         return call
 
     return decorate
