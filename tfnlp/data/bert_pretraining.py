@@ -273,12 +273,21 @@ def _full_sentence_segments(documents, tokenizer, segment_length, seed=0, shuffl
 
     @tf.autograph.experimental.do_not_convert
     def pack(carried, group):
+        buffer, used = carried
         group_pieces, starts, is_end = group
-        segments = _pack_after(carried, group_pieces, starts, segment_length, sep_id)
+        segments = _pack_after(buffer[:used], group_pieces, starts, segment_length, sep_id)
         closed = segments[: segments.nrows() - 1 + tf.cast(is_end, tf.int64)]
         closed = tf.ragged.boolean_mask(closed, closed.row_lengths() > 0)
-        return dense_row(segments[-1]), closed
+        open_segment = dense_row(segments[-1])  # at most `segment_length` tokens
+        used = tf.size(open_segment)
+        buffer = tf.pad(open_segment, [[0, segment_length - used]])
+        return (tf.ensure_shape(buffer, [segment_length]), used), closed
 
+    # The open segment is carried in a buffer of `segment_length` tokens and
+    # its length: a state of one shape at every step, so `scan` traces `pack`
+    # once (a 1-D tensor of the segment starts as shape [0] and made it trace
+    # again).
+    open_segment = (tf.zeros([segment_length], tf.int32), tf.constant(0))
     # A last group without pieces marks the end of the corpus: the open segment closes.
     no_pieces = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
     end = tf.data.Dataset.from_tensors((no_pieces, tf.zeros([0], tf.bool), True))
@@ -286,7 +295,7 @@ def _full_sentence_segments(documents, tokenizer, segment_length, seed=0, shuffl
         documents.ragged_batch(_DOCUMENTS_PER_STEP)
         .map(pieces, num_parallel_calls=tf.data.AUTOTUNE)
         .concatenate(end)
-        .scan(tf.zeros([0], tf.int32), pack)
+        .scan(open_segment, pack)
         .flat_map(tf.data.Dataset.from_tensor_slices)
     )
     if shuffle_buffer:
