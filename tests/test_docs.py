@@ -237,7 +237,7 @@ def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatc
                if (page, text) not in used]
     assert not missing, f"no longer on the page (update TINY): {missing}"
     assert clients == ["docs/serving.md #1", "docs/serving.md #2"]
-    assert ran == 16
+    assert ran == 17
     # The clients' answers: two reviews, each a label (name and id) and two probabilities.
     assert namespace["reply"].status_code == 200
     predictions = namespace["reply"].json()["predictions"]

@@ -11,6 +11,7 @@ pipeline's first batch"; `tests/data/test_pipelines.py` checks the mark).
 
 from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.data.bert_pretraining import bert_pretraining_dataset, next_sentence_pairs
+from tfnlp.data.bert_pretraining_preprocessor import BertPretrainingPreprocessor
 from tfnlp.data.elmo import (
     build_word_vocabulary,
     character_ids,
@@ -18,6 +19,7 @@ from tfnlp.data.elmo import (
     sentence_tokens,
     split_words,
 )
+from tfnlp.data.elmo_preprocessor import ELMoPreprocessor
 from tfnlp.data.embeddings import cooccurrence_counts, learn_token_embeddings
 from tfnlp.data.labelled import LabelledData, read_labelled, read_texts, suggest_sequence_length
 from tfnlp.data.pipelines import (
@@ -26,6 +28,9 @@ from tfnlp.data.pipelines import (
     unilm_seq2seq_dataset,
 )
 from tfnlp.data.segment_packer import SegmentPacker
+from tfnlp.data.seq2seq_preprocessor import Seq2SeqPreprocessor
+from tfnlp.data.task_preprocessor import TaskPreprocessor
+from tfnlp.data.text_classifier_preprocessor import TextClassifierPreprocessor
 from tfnlp.data.tfrecord import read_tfrecords, write_tfrecords
 from tfnlp.data.tuning import static_tuning
 from tfnlp.data.unilm import (
@@ -35,6 +40,7 @@ from tfnlp.data.unilm import (
     unilm_pretraining_dataset,
     unilm_pseudo_masked_dataset,
 )
+from tfnlp.data.unilm_seq2seq_preprocessor import UniLMSeq2SeqPreprocessor
 from tfnlp.data.vocabulary import (
     SPECIAL_TOKENS,
     count_words,
@@ -47,9 +53,15 @@ from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 
 __all__ = [
     "BertPreprocessor",
+    "BertPretrainingPreprocessor",
+    "ELMoPreprocessor",
     "LabelledData",
     "SegmentPacker",
+    "Seq2SeqPreprocessor",
     "SPECIAL_TOKENS",
+    "TaskPreprocessor",
+    "TextClassifierPreprocessor",
+    "UniLMSeq2SeqPreprocessor",
     "WordPieceTokenizer",
     "bert_pretraining_dataset",
     "build_word_vocabulary",

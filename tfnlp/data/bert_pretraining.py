@@ -1,6 +1,7 @@
 """BERT pretraining inputs, in-graph: next-sentence pairs or RoBERTa's full-sentence
 segments, and their masked-LM examples."""
 
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -543,3 +544,31 @@ def bert_pretraining_dataset(
         tf.autograph.experimental.do_not_convert(lambda x: {k: tf.cast(v, tf.int32) for k, v in x.items()})
     )
     return _prefetched(examples.batch(batch_size, drop_remainder=True))
+
+
+BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def pretraining_batch(batch):
+    """Splits a `tfnlp.data.bert_pretraining_dataset` batch into `(x, y, sample_weight)`.
+
+    Use as `dataset.map(pretraining_batch)` before `BertPretrainer.fit`: the
+    masked-LM loss is weighted by `masked_weights`, so padded prediction
+    slots count for nothing.
+
+    Args:
+        batch: a dict from `bert_pretraining_dataset`.
+
+    Returns:
+        `(x, y, sample_weight)`: the model inputs, `{"mlm", "nsp"}` labels and
+        their weights; `{"mlm"}` only for a batch without
+        `next_sentence_labels` (`bert_pretraining_dataset(...,
+        next_sentence=False)`, for a `BertPretrainer(..., next_sentence=False)`).
+    """
+    x = {name: batch[name] for name in BACKBONE_INPUTS + ("masked_positions",)}
+    y = {"mlm": batch["masked_ids"]}
+    weights = {"mlm": batch["masked_weights"]}
+    if "next_sentence_labels" in batch:
+        y["nsp"] = batch["next_sentence_labels"]
+        weights["nsp"] = keras.ops.ones_like(batch["next_sentence_labels"])
+    return x, y, weights

@@ -130,6 +130,36 @@ def character_ids(words, max_characters=50):
     return tf.reshape(ids, tf.concat([tf.shape(words), [max_characters]], 0))
 
 
+def sentence_character_ids(texts, max_tokens, max_characters, max_input_bytes=100_000, length=None):
+    """Texts -> `(words, character_ids)`: ELMo's inputs, as training built its sentences.
+
+    Each text becomes `<S> w_1 .. w_n </S>` (`tfnlp.data.sentence_tokens`:
+    cut to `max_input_bytes` bytes, then to `max_tokens` tokens), padded
+    with `""` (character ids all 0) to `length` tokens. `ELMoEmbedder.predict`
+    and the ELMo SavedModel (`tfnlp.export.export_elmo`) both read texts
+    this way.
+
+    Args:
+        texts: `tf.string` `(B,)`.
+        max_tokens: int, tokens per text, the two markers included.
+        max_characters: int, the biLM's `max_characters` (`C`).
+        max_input_bytes: int, the longest text read, in bytes.
+        length: int (at least `max_tokens`), or None for the most tokens of a
+            text in the batch (at least 2).
+
+    Returns:
+        `(words, character_ids)`: `tf.string` `(B, T)` and int32 `(B, T, C)`.
+    """
+    tokens = sentence_tokens(texts, max_tokens, max_input_bytes)
+    if length is None:
+        # Every text has its two markers; an empty batch gets them too (T >= 2).
+        longest = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
+        words = tokens.to_tensor("", shape=tf.stack([tokens.nrows(), longest]))
+    else:
+        words = tokens.to_tensor("", shape=[None, length])
+    return words, character_ids(words, max_characters)
+
+
 def build_word_vocabulary(texts, max_size, min_count=1):
     """The most frequent words, after `<S>`, `</S>`, `<UNK>` (ids 0, 1, 2).
 

@@ -1,6 +1,6 @@
 """tf.data pipelines from text datasets to model inputs: classification, seq2seq."""
 
-
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -208,41 +208,72 @@ def encoder_decoder_dataset(
     target_length = _checks.positive_int("target_length", target_length)
     batch_size = _checks.positive_int("batch_size", batch_size)
 
-    def pad(ids, length, pad_id):
-        padded, mask = tf_text.pad_model_inputs(ids, length, pad_value=pad_id)
-        return tf.cast(padded, tf.int32), tf.cast(mask, tf.int32)
-
     @tf.autograph.experimental.do_not_convert
     def encode(sources, targets):
-        source = source_tokenizer(sources)[:, : source_length - 1]
-        target = target_tokenizer(targets)[:, : target_length - 1]
-        batch = source.nrows()
-
-        def column(token_id):
-            return tf.fill([batch, 1], tf.cast(token_id, tf.int32))
-
-        encoder_ids, encoder_mask = pad(
-            tf.concat([source, column(source_tokenizer.sep_id)], 1), source_length,
-            source_tokenizer.pad_id,
-        )
-        decoder_ids, decoder_mask = pad(
-            tf.concat([column(target_tokenizer.cls_id), target], 1), target_length,
-            target_tokenizer.pad_id,
-        )
-        labels, _ = pad(
-            tf.concat([target, column(target_tokenizer.sep_id)], 1), target_length,
-            target_tokenizer.pad_id,
-        )
-        return {
-            "encoder_token_ids": encoder_ids,
-            "encoder_padding_mask": encoder_mask,
-            "decoder_token_ids": decoder_ids,
-            "decoder_padding_mask": decoder_mask,
-            "decoder_target_ids": labels,
-        }
+        return encoder_decoder_batch(sources, targets, source_tokenizer, target_tokenizer,
+                                     source_length, target_length)
 
     examples = _shuffled(pairs, shuffle_buffer, seed)
     dataset = examples.batch(_PREPROCESS_BATCH).map(encode, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = unbatched(dataset, examples)
     return _prefetched(dataset.batch(batch_size, drop_remainder=drop_remainder))
+
+
+def encoder_decoder_batch(sources, targets, source_tokenizer, target_tokenizer, source_length,
+                          target_length):
+    """A batch of `encoder_decoder_dataset` from `(B,)` source and target texts (its arguments)."""
+
+    def pad(ids, length, pad_id):
+        padded, mask = tf_text.pad_model_inputs(ids, length, pad_value=pad_id)
+        return tf.cast(padded, tf.int32), tf.cast(mask, tf.int32)
+
+    source = source_tokenizer(sources)[:, : source_length - 1]
+    target = target_tokenizer(targets)[:, : target_length - 1]
+    batch = source.nrows()
+
+    def column(token_id):
+        return tf.fill([batch, 1], tf.cast(token_id, tf.int32))
+
+    encoder_ids, encoder_mask = pad(
+        tf.concat([source, column(source_tokenizer.sep_id)], 1), source_length,
+        source_tokenizer.pad_id,
+    )
+    decoder_ids, decoder_mask = pad(
+        tf.concat([column(target_tokenizer.cls_id), target], 1), target_length,
+        target_tokenizer.pad_id,
+    )
+    labels, _ = pad(
+        tf.concat([target, column(target_tokenizer.sep_id)], 1), target_length,
+        target_tokenizer.pad_id,
+    )
+    return {
+        "encoder_token_ids": encoder_ids,
+        "encoder_padding_mask": encoder_mask,
+        "decoder_token_ids": decoder_ids,
+        "decoder_padding_mask": decoder_mask,
+        "decoder_target_ids": labels,
+    }
+
+
+SEQ2SEQ_INPUTS = (
+    "encoder_token_ids", "encoder_padding_mask", "decoder_token_ids", "decoder_padding_mask"
+)
+
+
+def seq2seq_batch(batch):
+    """Splits a `tfnlp.data.encoder_decoder_dataset` batch into `(x, y, sample_weight)`.
+
+    Use as `dataset.map(seq2seq_batch)` before `TransformerSeq2Seq.fit`: the
+    labels are `decoder_target_ids` and padded target positions get weight 0
+    (the decoder padding mask marks exactly the real targets, since inputs
+    `[CLS] T` and labels `T [SEP]` have the same length).
+
+    Args:
+        batch: a dict from `encoder_decoder_dataset`.
+
+    Returns:
+        `(x, y, sample_weight)`.
+    """
+    x = {name: batch[name] for name in SEQ2SEQ_INPUTS}
+    return x, batch["decoder_target_ids"], keras.ops.cast(batch["decoder_padding_mask"], "float32")
 

@@ -2,6 +2,7 @@
 
 import math
 
+import keras
 import tensorflow as tf
 
 from tfnlp import _checks
@@ -10,6 +11,47 @@ from tfnlp.data.pipelines import unilm_seq2seq_dataset
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.tuning import _prefetched
 from tfnlp.layers import masks as masks_lib
+
+UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
+# A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`): every token a target.
+LEFT_TO_RIGHT_INPUTS = ("token_ids", "padding_mask", "mask_id")
+# A pseudo-masked seq2seq batch (`tfnlp.data.unilm_pseudo_masked_dataset`).
+PSEUDO_MASKED_INPUTS = ("token_ids", "segment_ids", "padding_mask", "mask_id")
+
+
+def unilm_batch(batch):
+    """Splits a UniLM dataset batch into `(x, y, sample_weight)` for `UniLM.fit`.
+
+    Works for `tfnlp.data.unilm_pretraining_dataset` and
+    `unilm_finetuning_dataset`: labels are the original tokens at the
+    masked positions, weighted by `masked_weights` (0 on padded slots).
+    For `tfnlp.data.left_to_right_lm_dataset` (no `objective`): labels are
+    the tokens themselves, weighted by `padding_mask` except `[CLS]`, which
+    is given, not predicted. For `tfnlp.data.unilm_pseudo_masked_dataset`
+    (no `objective`, with `segment_ids`): labels are the tokens, weighted
+    on the real target tokens (segment 1, the final `[SEP]` included).
+    """
+    if _is_pseudo_masked_batch(batch):
+        x = {name: batch[name] for name in PSEUDO_MASKED_INPUTS}
+        weights = keras.ops.cast(batch["padding_mask"], "float32")
+        target = keras.ops.cast(keras.ops.greater(batch["segment_ids"], 0), "float32")
+        return x, batch["token_ids"], weights * target
+    if _is_left_to_right_batch(batch):
+        x = {name: batch[name] for name in LEFT_TO_RIGHT_INPUTS}
+        weights = keras.ops.cast(batch["padding_mask"], "float32")
+        first = keras.ops.cast(keras.ops.arange(keras.ops.shape(weights)[1]) > 0, "float32")
+        return x, batch["token_ids"], weights * first[None, :]
+    x = {name: batch[name] for name in UNILM_INPUTS}
+    return x, batch["masked_ids"], keras.ops.cast(batch["masked_weights"], "float32")
+
+
+def _is_left_to_right_batch(inputs):
+    """A left-to-right LM or a pseudo-masked seq2seq batch: logits at every position."""
+    return isinstance(inputs, dict) and "objective" not in inputs and "mask_id" in inputs
+
+
+def _is_pseudo_masked_batch(inputs):
+    return _is_left_to_right_batch(inputs) and "segment_ids" in inputs
 
 
 def objective_counts(batch_size):

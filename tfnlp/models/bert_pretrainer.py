@@ -3,53 +3,24 @@
 import math
 
 import keras
-import numpy as np
-import tensorflow as tf
 
 from tfnlp import _checks
-from tfnlp.data.bert_pretraining import bert_pretraining_dataset
+from tfnlp.data.bert_pretraining import (  # noqa: F401  (pretraining_batch re-exported)
+    BACKBONE_INPUTS,
+    pretraining_batch,
+)
+from tfnlp.data.bert_pretraining_preprocessor import BertPretrainingPreprocessor
+from tfnlp.data.task_preprocessor import preprocessing_object
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.layers.masked_lm_head import MaskedLMHead
 from tfnlp.models._mixins import CallsBackboneLayers
 from tfnlp.models.bert_backbone import ACTIVATIONS, BertBackbone, bert_kernel_initializer
-from tfnlp.models.task import (
-    DEFAULT_BATCH_SIZE,
-    Task,
-    is_texts,
-    preprocessing_object,
-    string_tensor,
-)
+from tfnlp.models.task import Task
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
 
-BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 DEFAULT_SEQUENCE_LENGTH = 128  # tokens, when a pretrainer gets a tokenizer but no length
 MASKING_RATE = 0.15  # of `bert_pretraining_dataset`; sets the default `max_predictions_per_seq`
-
-
-def pretraining_batch(batch):
-    """Splits a `tfnlp.data.bert_pretraining_dataset` batch into `(x, y, sample_weight)`.
-
-    Use as `dataset.map(pretraining_batch)` before `BertPretrainer.fit`: the
-    masked-LM loss is weighted by `masked_weights`, so padded prediction
-    slots count for nothing.
-
-    Args:
-        batch: a dict from `bert_pretraining_dataset`.
-
-    Returns:
-        `(x, y, sample_weight)`: the model inputs, `{"mlm", "nsp"}` labels and
-        their weights; `{"mlm"}` only for a batch without
-        `next_sentence_labels` (`bert_pretraining_dataset(...,
-        next_sentence=False)`, for a `BertPretrainer(..., next_sentence=False)`).
-    """
-    x = {name: batch[name] for name in BACKBONE_INPUTS + ("masked_positions",)}
-    y = {"mlm": batch["masked_ids"]}
-    weights = {"mlm": batch["masked_weights"]}
-    if "next_sentence_labels" in batch:
-        y["nsp"] = batch["next_sentence_labels"]
-        weights["nsp"] = keras.ops.ones_like(batch["next_sentence_labels"])
-    return x, y, weights
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -212,44 +183,11 @@ class BertPretrainer(CallsBackboneLayers, Task):
 
     # --- Texts ---
 
-    def _text_inputs(self, x, y, batch_size, shuffle, mode):
-        documents = _documents(x)
-        if documents is None:
-            return None
-        if self.tokenizer is None:
-            raise ValueError(
-                "This BertPretrainer has no tokenizer, so it takes token ids, not texts: build it "
-                "with `tokenizer=tfnlp.data.WordPieceTokenizer(...)`, or pass the batches of "
-                "`tfnlp.data.bert_pretraining_dataset(...).map(pretraining_batch)`."
-            )
-        if mode == "predict":
-            raise ValueError(
-                "BertPretrainer.predict takes model inputs (token ids with `masked_positions`), "
-                "not documents."
-            )
-        if y is not None:
-            raise ValueError(
-                "`y` must be None when `x` holds documents: the masked-LM labels (and the "
-                "next-sentence ones) come from masking the documents."
-            )
-        batch_size = _checks.positive_int("batch_size", batch_size or DEFAULT_BATCH_SIZE)
-        settings = {
-            "tokenizer": self.tokenizer,
-            "sequence_length": self.sequence_length,
-            "max_predictions_per_seq": self.max_predictions_per_seq,
-            "next_sentence": self.next_sentence,
-        }
-        if mode == "fit":
-            seed = int(np.random.randint(0, 2**31 - 2))  # +1 is a seed too
-            return bert_pretraining_dataset(
-                documents, batch_size=batch_size, seed=seed,
-                shuffle_buffer=10_000 if shuffle else 0, **settings,
-            ).map(pretraining_batch)
-        # Every example, in corpus order: batches of 1 drop none, then are merged.
-        examples = bert_pretraining_dataset(
-            documents, batch_size=1, seed=0, shuffle_buffer=0, **settings
+    def _task_preprocessor(self):
+        return BertPretrainingPreprocessor(
+            self.tokenizer, self.sequence_length, self.max_predictions_per_seq,
+            next_sentence=self.next_sentence, task_name=type(self).__name__,
         )
-        return examples.rebatch(batch_size).map(pretraining_batch).prefetch(tf.data.AUTOTUNE)
 
     def get_config(self):
         return {
@@ -300,54 +238,3 @@ def _text_sizes(sequence_length, max_predictions, table, has_tokenizer):
         "max_predictions_per_seq", max_predictions, allow_none=True
     )
     return sequence_length, max_predictions
-
-
-def _documents(x):
-    """`x` as a `tf.data.Dataset` of documents (1-D `tf.string`), or None if it holds no text.
-
-    A document is a list of sentences or one `str` (one sentence); a
-    dataset's scalar strings are one-sentence documents.
-    """
-    if isinstance(x, tf.data.Dataset):
-        spec = x.element_spec
-        if isinstance(spec, (tf.TensorSpec, tf.RaggedTensorSpec)) and spec.dtype == tf.string:
-            if spec.shape.rank not in (0, 1):
-                raise ValueError(
-                    "A dataset of documents must hold 1-D string tensors (the sentences of one "
-                    f"document) or single sentences, got {spec}."
-                )
-            return x.map(_as_document)
-        if any(getattr(s, "dtype", None) == tf.string for s in tf.nest.flatten(spec)):
-            raise ValueError(
-                "A dataset of documents must hold documents only (1-D string tensors), got "
-                f"{spec}: `y` must be None, as the labels come from masking the documents."
-            )
-        return None  # model inputs
-    if isinstance(x, tf.RaggedTensor) and x.dtype == tf.string:
-        if x.shape.rank != 2:
-            raise ValueError(f"`x` must be a batch of documents (B, sentences), got shape {x.shape}.")
-        return tf.data.Dataset.from_tensor_slices(x).map(_as_document)
-    if isinstance(x, (str, bytes)) or is_texts(x):
-        sentences = string_tensor(x, "x")  # refuses a single str
-        return tf.data.Dataset.from_tensor_slices(sentences).map(_as_document)
-    if not isinstance(x, list) or not any(isinstance(d, (list, tuple)) for d in x):
-        return None
-    documents = []
-    for i, document in enumerate(x):
-        if isinstance(document, (str, bytes)):
-            document = [document]
-        if not isinstance(document, (list, tuple)) or not all(
-            isinstance(s, (str, bytes)) for s in document
-        ):
-            raise ValueError(
-                f"`x[{i}]` must be a document: a list of sentences (str) or one str, got "
-                f"{document!r:.80}."
-            )
-        documents.append([s if isinstance(s, bytes) else s.encode("utf-8") for s in document])
-    ragged = tf.ragged.constant(documents, dtype=tf.string, ragged_rank=1)
-    return tf.data.Dataset.from_tensor_slices(ragged).map(_as_document)
-
-
-@tf.autograph.experimental.do_not_convert
-def _as_document(sentences):
-    return tf.reshape(sentences, [-1])  # (num_sentences,)

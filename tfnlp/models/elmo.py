@@ -4,8 +4,8 @@ import keras
 import tensorflow as tf
 
 from tfnlp import _checks
-from tfnlp.data.elmo import character_ids as words_to_character_ids
-from tfnlp.data.elmo import sentence_tokens
+from tfnlp.data.elmo import sentence_character_ids  # noqa: F401  (re-exported)
+from tfnlp.data.elmo_preprocessor import ELMoPreprocessor
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS, CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.projected_lstm import ProjectedLSTM
@@ -13,7 +13,7 @@ from tfnlp.layers.scalar_mix import ScalarMix
 from tfnlp.layers.word_softmax import WordSoftmax
 from tfnlp.metrics.perplexity import Perplexity
 from tfnlp.models._mixins import FromConfig, FromPresetAlias
-from tfnlp.models.task import DEFAULT_BATCH_SIZE, Task, is_texts, string_tensor, text_rank
+from tfnlp.models.task import Task
 from tfnlp.training.distribute import global_sum
 
 ELMO_ARCHITECTURES = {
@@ -87,36 +87,6 @@ def checked_max_tokens(max_tokens, allow_none=False):
             f"`max_tokens` must leave room for one word besides <S> and </S>, got {max_tokens}."
         )
     return max_tokens
-
-
-def sentence_character_ids(texts, max_tokens, max_characters, max_input_bytes=100_000, length=None):
-    """Texts -> `(words, character_ids)`: ELMo's inputs, as training built its sentences.
-
-    Each text becomes `<S> w_1 .. w_n </S>` (`tfnlp.data.sentence_tokens`:
-    cut to `max_input_bytes` bytes, then to `max_tokens` tokens), padded
-    with `""` (character ids all 0) to `length` tokens. `ELMoEmbedder.predict`
-    and the ELMo SavedModel (`tfnlp.export.export_elmo`) both read texts
-    this way.
-
-    Args:
-        texts: `tf.string` `(B,)`.
-        max_tokens: int, tokens per text, the two markers included.
-        max_characters: int, the biLM's `max_characters` (`C`).
-        max_input_bytes: int, the longest text read, in bytes.
-        length: int (at least `max_tokens`), or None for the most tokens of a
-            text in the batch (at least 2).
-
-    Returns:
-        `(words, character_ids)`: `tf.string` `(B, T)` and int32 `(B, T, C)`.
-    """
-    tokens = sentence_tokens(texts, max_tokens, max_input_bytes)
-    if length is None:
-        # Every text has its two markers; an empty batch gets them too (T >= 2).
-        longest = tf.maximum(tf.reduce_max(tokens.row_lengths()), 2)
-        words = tokens.to_tensor("", shape=tf.stack([tokens.nrows(), longest]))
-    else:
-        words = tokens.to_tensor("", shape=[None, length])
-    return words, words_to_character_ids(words, max_characters)
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -537,45 +507,9 @@ class ELMoEmbedder(Task):
 
     # --- Texts to character ids ---
 
-    def _text_inputs(self, x, y, batch_size, shuffle, mode):
-        if isinstance(x, tf.data.Dataset):
-            spec = x.element_spec
-            if isinstance(spec, tuple) and spec and isinstance(spec[0], tf.TensorSpec):
-                spec = spec[0]  # (texts, anything): the texts
-                x = x.map(lambda *element: element[0])
-            if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string):
-                return None  # character ids (or something Keras will name)
-            self._check_text_inputs(mode)
-            rank = text_rank((spec,), spec)
-            return self._character_batches(x if rank else x.batch(batch_size or DEFAULT_BATCH_SIZE))
-        if not is_texts(x):
-            return None
-        self._check_text_inputs(mode)
-        texts = string_tensor(x, "x")
-        dataset = tf.data.Dataset.from_tensor_slices(texts).batch(batch_size or DEFAULT_BATCH_SIZE)
-        return self._character_batches(dataset)
-
-    def _check_text_inputs(self, mode):
-        if mode != "predict":
-            raise ValueError(
-                f"ELMoEmbedder takes texts in `predict` only; to {mode} on texts, stack a task "
-                "model on it and give that model character ids (tfnlp.models.elmo.sentence_character_ids)."
-            )
-        if self.max_tokens is None:
-            raise ValueError(
-                "This ELMoEmbedder has no `max_tokens`, so it takes character ids, not texts: "
-                "build it with `max_tokens=...` (tokens per text, <S> and </S> included), or "
-                "pass character ids (tfnlp.data.character_ids)."
-            )
-
-    def _character_batches(self, texts):
-        settings = (self.max_tokens, self.bilm.max_characters, self.max_input_bytes)
-
-        @tf.autograph.experimental.do_not_convert
-        def inputs(batch):
-            return sentence_character_ids(batch, *settings, length=settings[0])[1]
-
-        return texts.map(inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    def _task_preprocessor(self):
+        return ELMoPreprocessor(self.max_tokens, self.bilm.max_characters, self.max_input_bytes,
+                                task_name=type(self).__name__)
 
     def get_config(self):
         return {

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfnlp.data.task_preprocessor import is_pair, is_texts
 from tfnlp.models._mixins import checked
 from tfnlp.training.optimizers import with_loss_scaling
 from tfnlp.training.validation import quiet_epoch_end
@@ -62,17 +63,27 @@ class Task(keras.Model):
       exactly as before. An XLA step (`jit_compile`) runs as one op that
       waits for all its inputs, and an eager step runs in order, so neither
       needs this.
-    - **Raw text in** (`_text_inputs`, implemented by tasks that carry a
-      preprocessor): `fit`, `evaluate` and `predict` take texts (a list,
-      array or string tensor, or a `tf.data.Dataset` of strings) as well
-      as the token-id dicts of the model's inputs, which still work
-      unchanged. Texts in memory are preprocessed once, eagerly, into
-      the model's input arrays (`TextArrays`), which Keras then batches and
-      shuffles as it does token ids: not once per epoch, and without a
-      `tf.data` pipeline whose tokenizer graph TensorFlow would instantiate
-      again for every new iterator (each `predict` call, each epoch). A
-      `tf.data.Dataset` of strings is tokenized in its own pipeline by the
-      task's preprocessor.
+    - **Raw text in**, one path for every task (`_text_inputs`): `fit`,
+      `evaluate` and `predict` take texts (a list, array or string tensor,
+      a tuple `(texts_a, texts_b)` of pairs, or a `tf.data.Dataset` whose
+      features are strings) as well as the token-id dicts of the model's
+      inputs, which still work unchanged. A task that reads text returns
+      its `tfnlp.data.TaskPreprocessor` from `_task_preprocessor()`, built
+      from the task's own constructor arguments; `_text_inputs` recognises
+      the texts, checks their counts, pairs and `y`, and leaves what is
+      particular to the task to that preprocessor: its refusals
+      (`check`), its labels (`checked_labels`), where a dataset element
+      holds the texts (`dataset_element`), its pipeline (`batches`) and,
+      in the graph, `preprocessor(x, y, sample_weight)` -> `(inputs, y,
+      sample_weight)`. Texts in memory whose task preprocesses them the
+      same way every epoch (`in_memory`: the classifiers) are preprocessed
+      once, eagerly, into the model's input arrays (`TextArrays`), which
+      Keras then batches and shuffles as it does token ids: not once per
+      epoch, and without a `tf.data` pipeline whose tokenizer graph
+      TensorFlow would instantiate again for every new iterator (each
+      `predict` call, each epoch). Other texts, and a `tf.data.Dataset`,
+      go through the preprocessor's `tf.data` pipeline. A new task that
+      reads text is a new `TaskPreprocessor` subclass, not an edit here.
     - **Quiet `fit`**: a `tf.data.Dataset` needs no `shuffle` (it shuffles
       itself), so Keras' "`shuffle=True` was passed, but will be ignored"
       warning is not raised for the default; and a dataset of unknown
@@ -157,15 +168,49 @@ class Task(keras.Model):
 
     # --- Raw text ---
 
+    def _task_preprocessor(self):
+        """The `tfnlp.data.TaskPreprocessor` this task reads raw text with, or None (token ids only).
+
+        Tasks that read text build it from their own constructor arguments
+        (their configs stay as they are), anew at each call.
+        """
+        return None
+
     def _text_inputs(self, x, y, batch_size, shuffle, mode):
         """Model inputs for raw-text `x`, or None if `x` is not text.
 
         A `tf.data.Dataset` of model-input batches, or `TextArrays` (the
         inputs in memory, for Keras to batch and shuffle). `mode` is
         `"fit"`, `"evaluate"` (`x`, or the dataset, comes with labels) or
-        `"predict"`. Tasks with a preprocessor override this.
+        `"predict"`.
         """
-        return None
+        preprocessor = self._task_preprocessor()
+        if preprocessor is None:
+            return None
+        if isinstance(x, tf.data.Dataset):
+            return _dataset_inputs(preprocessor, x, batch_size, shuffle, mode)
+        texts = preprocessor.texts(x)
+        if texts is None:
+            return None
+        pairs = isinstance(texts, tuple)
+        preprocessor.check(mode, pairs)
+        count = int(texts[0].shape[0] if pairs else texts.shape[0])
+        if pairs and int(texts[1].shape[0]) != count:
+            raise ValueError(
+                f"`x` must hold two batches of the same number of texts, got {count} and "
+                f"{int(texts[1].shape[0])}."
+            )
+        if y is not None:
+            y = preprocessor.checked_labels(y, count)
+        elif mode != "predict" and preprocessor.label_name:
+            raise ValueError(
+                f"`y` ({preprocessor.label_name}) is required to {mode} on {preprocessor.text_name}."
+            )
+        if preprocessor.in_memory(count):
+            return TextArrays(_preprocessed_once(preprocessor, texts, count), y)
+        examples = tf.data.Dataset.from_tensor_slices((texts,) if y is None else (texts, y))
+        return preprocessor.batches(examples, batch_size=batch_size, shuffle=shuffle, mode=mode,
+                                    count=count, batched=False)
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, **kwargs):
@@ -245,7 +290,8 @@ class Task(keras.Model):
 
 class TextArrays(typing.NamedTuple):
     """Texts in memory, preprocessed: the model's inputs `x` (a dict of NumPy
-    arrays, one row per text) and the class ids `y` (or None)."""
+    arrays, one row per text) and the labels `y` as the task preprocessor's
+    `labels` gave them (class ids; or None)."""
 
     x: dict
     y: object
@@ -255,75 +301,34 @@ def _is_dataset(x):
     return isinstance(x, tf.data.Dataset)
 
 
-def preprocessing_object(name, value, cls):
-    """`value` (a `cls` such as `WordPieceTokenizer`, its Keras config, or None) as a `cls` or None.
-
-    How task models take their tokenizer or preprocessor: as an object, or
-    as the serialized config their `from_config` gets back from a `.keras`
-    file.
-    """
-    if value is None:
+def _dataset_inputs(preprocessor, dataset, batch_size, shuffle, mode):
+    """`Task._text_inputs` for a dataset: its batches through `preprocessor`, or None (no texts)."""
+    spec = dataset.element_spec
+    element = preprocessor.dataset_element(spec, mode)
+    if element is None:
         return None
-    if isinstance(value, dict):
-        value = keras.saving.deserialize_keras_object(value)
-    if not isinstance(value, cls):
-        raise ValueError(f"`{name}` must be a tfnlp.data.{cls.__name__}, got {type(value).__name__}.")
-    return value
+    preprocessor.check(mode, isinstance(element.features, tuple))
+    # The elements as `batches` reads them: `features` (or `(features,)`) or `(features, labels)`.
+    if element.features is spec:
+        if isinstance(spec, tuple):  # a text pair
+            dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda *pair: (pair,)))
+    elif element.labels is None:  # (texts, anything): the texts
+        dataset = dataset.map(tf.autograph.experimental.do_not_convert(lambda *parts: (parts[0],)))
+    return preprocessor.batches(dataset, batch_size=batch_size, shuffle=shuffle, mode=mode,
+                                count=None, batched=element.batched)
 
 
-DEFAULT_BATCH_SIZE = 32  # texts per batch when none is given (Keras' own default for arrays)
-
-
-def text_rank(parts, spec):
-    """0 for a dataset of single texts (scalars), 1 for one of batches; any other rank is refused."""
-    ranks = {part.shape.rank for part in parts}
-    if ranks not in ({0}, {1}):
-        raise ValueError(
-            "A dataset of texts must hold single texts (scalars) or batches of texts (shape "
-            f"[batch_size]), got {spec}."
-        )
-    return ranks.pop()
-
-
-def is_pair(x):
-    """Whether `x` is a text pair `(texts_a, texts_b)`: a tuple of two batches (a list is a batch)."""
-    return isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], (str, bytes))
-
-
-def is_texts(x):
-    """Whether `x` holds raw texts: a list, NumPy array or `tf.string` tensor of them, or a pair.
-
-    A list or tuple (or object array, e.g. a pandas column) must hold only
-    `str` or `bytes`; a lone `str` counts, to be refused by
-    `string_tensor` with a clear message.
-    """
-    if is_pair(x):
-        return all(is_texts(part) for part in x)
-    if tf.is_tensor(x):
-        return x.dtype == tf.string
-    if isinstance(x, (str, bytes)):
-        return True
-    if isinstance(x, (list, tuple)):  # a tuple of two batches is a pair (above)
-        return bool(x) and all(isinstance(t, (str, bytes)) for t in x)
-    kind = getattr(getattr(x, "dtype", None), "kind", None)
-    if kind == "O":  # e.g. a pandas column (or its .to_numpy())
-        values = np.asarray(x, dtype=object).ravel()
-        return values.size > 0 and all(isinstance(t, (str, bytes)) for t in values)
-    return kind in ("U", "S")
-
-
-def string_tensor(x, name):
-    """`x` (texts) as a 1-D `tf.string` tensor; a lone text or another rank is refused, naming `name`."""
-    if isinstance(x, (str, bytes)):
-        raise ValueError(f"`{name}` must be a batch of texts (a list), got the single text {x!r}.")
-    if not tf.is_tensor(x):
-        shape = np.shape(np.asarray(x, dtype=object))  # bytes that are not UTF-8 as they are
-        if len(shape) != 1:
-            raise ValueError(f"`{name}` must be a 1-D batch of texts, got shape {shape}.")
-        x = tf.constant([t if isinstance(t, bytes) else str(t).encode("utf-8") for t in x], tf.string)
-    if x.shape.rank != 1:
-        raise ValueError(f"`{name}` must be a 1-D batch of texts, got shape {x.shape}.")
-    return x
+def _preprocessed_once(preprocessor, texts, count):
+    """The preprocessor's inputs for `count` texts (or pairs) as NumPy arrays, computed
+    eagerly `preprocessor.chunk_size` texts at a time (to bound the tokenizer's
+    intermediate tensors)."""
+    chunk, chunks = preprocessor.chunk_size, []
+    for start in range(0, max(count, 1), chunk):
+        part = (tuple(t[start:start + chunk] for t in texts) if isinstance(texts, tuple)
+                else texts[start:start + chunk])
+        inputs, _, _ = preprocessor(part)
+        chunks.append(tf.nest.map_structure(np.asarray, inputs))
+    return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *chunks)
 
 
 def _host(values):

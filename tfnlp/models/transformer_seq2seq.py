@@ -4,12 +4,13 @@ import copy
 import math
 
 import keras
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp import _checks
-from tfnlp.data.pipelines import encoder_decoder_dataset
+from tfnlp.data.pipelines import SEQ2SEQ_INPUTS, seq2seq_batch  # noqa: F401  (re-exported)
+from tfnlp.data.seq2seq_preprocessor import Seq2SeqPreprocessor
+from tfnlp.data.task_preprocessor import preprocessing_object
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import (
@@ -29,14 +30,7 @@ from tfnlp.models._mixins import (
     FromConfig,
     FromPresetAlias,
 )
-from tfnlp.models.task import (
-    DEFAULT_BATCH_SIZE,
-    Task,
-    is_texts,
-    preprocessing_object,
-    string_tensor,
-    text_rank,
-)
+from tfnlp.models.task import Task
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.schedules import InverseSquareRootDecay
 
@@ -58,29 +52,6 @@ TRANSFORMER_ARCHITECTURES = {
 
 # The bound of target ids, in error messages.
 _TARGET_SIZE = "`target_vocabulary_size`, or `source_vocabulary_size` when shared"
-
-SEQ2SEQ_INPUTS = (
-    "encoder_token_ids", "encoder_padding_mask", "decoder_token_ids", "decoder_padding_mask"
-)
-
-
-def seq2seq_batch(batch):
-    """Splits a `tfnlp.data.encoder_decoder_dataset` batch into `(x, y, sample_weight)`.
-
-    Use as `dataset.map(seq2seq_batch)` before `TransformerSeq2Seq.fit`: the
-    labels are `decoder_target_ids` and padded target positions get weight 0
-    (the decoder padding mask marks exactly the real targets, since inputs
-    `[CLS] T` and labels `T [SEP]` have the same length).
-
-    Args:
-        batch: a dict from `encoder_decoder_dataset`.
-
-    Returns:
-        `(x, y, sample_weight)`.
-    """
-    x = {name: batch[name] for name in SEQ2SEQ_INPUTS}
-    return x, batch["decoder_target_ids"], keras.ops.cast(batch["decoder_padding_mask"], "float32")
-
 
 # --- Texts in, texts out (shared with `UniLM` and `tfnlp.export.export_seq2seq`) ---
 
@@ -121,75 +92,15 @@ def tokenized_sources(tokenizer, texts, source_length, start_ids=()):
 
 
 def source_texts(model, texts, name):
-    """`texts` (the argument `name`) as a `tf.string` `(B,)` tensor if they are texts (else None)."""
-    if isinstance(texts, list) and not texts:
-        texts = tf.constant([], tf.string)
-    if not is_texts(texts):
-        return None
-    model._check_text_inputs()
-    return string_tensor(texts, name)
+    """`texts` (the argument `name`) as a `tf.string` `(B,)` tensor if they are texts (else None).
 
-
-def text_pairs(model, x, y, mode):
-    """`(dataset of (source, target) string scalars, count or None)`, or None if `x` is not text.
-
-    For `Task._text_inputs`: `x` a batch of source texts and `y` of target
-    texts, or `x` a `tf.data.Dataset` of `(source, target)` texts (single
-    pairs or batches of pairs).
+    For `generate`: read, and refused without tokenizers, by the model's task preprocessor.
     """
-    if isinstance(x, tf.data.Dataset):
-        spec = x.element_spec
-        parts = spec if isinstance(spec, tuple) else (spec,)
-        if not all(isinstance(p, tf.TensorSpec) and p.dtype == tf.string for p in parts):
-            return None  # model inputs
-        model._check_text_inputs()
-        _no_text_predict(model, mode)
-        if len(parts) != 2:
-            raise ValueError(
-                f"A dataset of texts for {type(model).__name__} must hold `(source, target)` "
-                f"pairs, got {spec}."
-            )
-        if text_rank(parts, spec) == 1:  # batches: the pipeline batches (and pads) again
-            return x.unbatch(), None
-        return x, None
-    sources = source_texts(model, x, "x")
-    if sources is None:
-        return None
-    _no_text_predict(model, mode)
-    if y is None:
-        raise ValueError(f"`y` (the target texts) is required to {mode} on source texts.")
-    if not is_texts(y):
-        raise ValueError(f"`y` must be a batch of target texts when `x` is texts, got {y!r:.80}.")
-    targets = string_tensor(y, "y")
-    count = int(sources.shape[0])
-    if int(targets.shape[0]) != count:
-        raise ValueError(
-            f"`x` has {count} source texts but `y` has {int(targets.shape[0])} target texts."
-        )
-    return tf.data.Dataset.from_tensor_slices((sources, targets)), count
-
-
-def _no_text_predict(model, mode):
-    if mode == "predict":
-        raise ValueError(
-            f"{type(model).__name__}.predict takes model inputs (token ids); for texts use "
-            "`generate(texts)`."
-        )
-
-
-def fit_settings(batch_size, shuffle, mode, count):
-    """`{"batch_size", "shuffle_buffer", "drop_remainder", "seed"}` of a text pipeline.
-
-    A `fit` draws its seed from NumPy's global generator (so
-    `keras.utils.set_random_seed` makes it repeatable and each call shuffles,
-    and masks UniLM's targets, anew); evaluation uses seed 0.
-    """
-    return {
-        "batch_size": batch_size or DEFAULT_BATCH_SIZE,
-        "shuffle_buffer": count if shuffle and mode == "fit" and count else 0,
-        "drop_remainder": False,
-        "seed": int(np.random.randint(0, 2**31 - 1)) if mode == "fit" else 0,
-    }
+    preprocessor = model._task_preprocessor()
+    texts = preprocessor.texts(texts, name)
+    if texts is not None:
+        preprocessor.check("generate")
+    return texts
 
 
 def decoded_texts(tokenizer, token_ids):
@@ -733,23 +644,9 @@ class TransformerSeq2Seq(FromConfig, FromPresetAlias, Task):
 
     # --- Texts ---
 
-    def _check_text_inputs(self):
-        if self.source_tokenizer is None:
-            raise ValueError(
-                "This TransformerSeq2Seq has no tokenizers, so it takes token ids, not texts: "
-                "build it with `source_tokenizer=tfnlp.data.WordPieceTokenizer(...)` (and "
-                "`target_tokenizer=` for another target vocabulary), or pass token ids."
-            )
-
-    def _text_inputs(self, x, y, batch_size, shuffle, mode):
-        found = text_pairs(self, x, y, mode)
-        if found is None:
-            return None
-        pairs, count = found
-        return encoder_decoder_dataset(
-            pairs, self.source_tokenizer, self.target_tokenizer, self.source_length,
-            self.target_length, **fit_settings(batch_size, shuffle, mode, count),
-        ).map(seq2seq_batch)
+    def _task_preprocessor(self):
+        return Seq2SeqPreprocessor(self.source_tokenizer, self.target_tokenizer, self.source_length,
+                                   self.target_length, task_name=type(self).__name__)
 
     # --- Training defaults and config ---
 

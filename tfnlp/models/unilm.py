@@ -7,7 +7,15 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from tfnlp import _checks
-from tfnlp.data.unilm import unilm_finetuning_dataset
+from tfnlp.data.unilm import (  # noqa: F401  (unilm_batch re-exported)
+    LEFT_TO_RIGHT_INPUTS,
+    PSEUDO_MASKED_INPUTS,
+    UNILM_INPUTS,
+    _is_left_to_right_batch,
+    _is_pseudo_masked_batch,
+    unilm_batch,
+)
+from tfnlp.data.unilm_seq2seq_preprocessor import UniLMSeq2SeqPreprocessor
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import (
     CompiledSearch,
@@ -24,57 +32,14 @@ from tfnlp.models.task import Task
 from tfnlp.models.transformer_seq2seq import (
     checked_tokenizer,
     decoded_texts,
-    fit_settings,
     missing_token_ids,
     serialized,
     source_texts,
-    text_pairs,
     tokenized_sources,
 )
 from tfnlp.models.unilm_backbone import SEGMENT_ROWS, UniLMBackbone
 from tfnlp.training.losses import SmoothedSparseCategoricalCrossentropy
 from tfnlp.training.optimizers import bert_adamw
-
-UNILM_INPUTS = ("token_ids", "segment_ids", "padding_mask", "objective", "masked_positions")
-# A left-to-right LM batch (`tfnlp.data.left_to_right_lm_dataset`): every token a target.
-LEFT_TO_RIGHT_INPUTS = ("token_ids", "padding_mask", "mask_id")
-# A pseudo-masked seq2seq batch (`tfnlp.data.unilm_pseudo_masked_dataset`).
-PSEUDO_MASKED_INPUTS = ("token_ids", "segment_ids", "padding_mask", "mask_id")
-
-
-def unilm_batch(batch):
-    """Splits a UniLM dataset batch into `(x, y, sample_weight)` for `UniLM.fit`.
-
-    Works for `tfnlp.data.unilm_pretraining_dataset` and
-    `unilm_finetuning_dataset`: labels are the original tokens at the
-    masked positions, weighted by `masked_weights` (0 on padded slots).
-    For `tfnlp.data.left_to_right_lm_dataset` (no `objective`): labels are
-    the tokens themselves, weighted by `padding_mask` except `[CLS]`, which
-    is given, not predicted. For `tfnlp.data.unilm_pseudo_masked_dataset`
-    (no `objective`, with `segment_ids`): labels are the tokens, weighted
-    on the real target tokens (segment 1, the final `[SEP]` included).
-    """
-    if _is_pseudo_masked_batch(batch):
-        x = {name: batch[name] for name in PSEUDO_MASKED_INPUTS}
-        weights = keras.ops.cast(batch["padding_mask"], "float32")
-        target = keras.ops.cast(keras.ops.greater(batch["segment_ids"], 0), "float32")
-        return x, batch["token_ids"], weights * target
-    if _is_left_to_right_batch(batch):
-        x = {name: batch[name] for name in LEFT_TO_RIGHT_INPUTS}
-        weights = keras.ops.cast(batch["padding_mask"], "float32")
-        first = keras.ops.cast(keras.ops.arange(keras.ops.shape(weights)[1]) > 0, "float32")
-        return x, batch["token_ids"], weights * first[None, :]
-    x = {name: batch[name] for name in UNILM_INPUTS}
-    return x, batch["masked_ids"], keras.ops.cast(batch["masked_weights"], "float32")
-
-
-def _is_left_to_right_batch(inputs):
-    """A left-to-right LM or a pseudo-masked seq2seq batch: logits at every position."""
-    return isinstance(inputs, dict) and "objective" not in inputs and "mask_id" in inputs
-
-
-def _is_pseudo_masked_batch(inputs):
-    return _is_left_to_right_batch(inputs) and "segment_ids" in inputs
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -273,22 +238,9 @@ class UniLM(CallsBackboneLayers, Task):
 
     # --- Texts ---
 
-    def _check_text_inputs(self):
-        if self.tokenizer is None:
-            raise ValueError(
-                "This UniLM has no tokenizer, so it takes token ids, not texts: build it with "
-                "`tokenizer=tfnlp.data.WordPieceTokenizer(...)`, or pass token ids."
-            )
-
-    def _text_inputs(self, x, y, batch_size, shuffle, mode):
-        found = text_pairs(self, x, y, mode)
-        if found is None:
-            return None
-        pairs, count = found
-        return unilm_finetuning_dataset(
-            pairs, self.tokenizer, self.source_length + self.max_length,
-            **fit_settings(batch_size, shuffle, mode, count),
-        ).map(unilm_batch)
+    def _task_preprocessor(self):
+        length = None if self.tokenizer is None else self.source_length + self.max_length
+        return UniLMSeq2SeqPreprocessor(self.tokenizer, length, task_name=type(self).__name__)
 
     # --- Scoring ---
 
