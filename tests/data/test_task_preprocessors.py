@@ -127,6 +127,12 @@ def test_the_seq2seq_preprocessor_gives_the_encoder_decoder_pipelines_batches():
         data.Seq2SeqPreprocessor(None).check("fit")
     with pytest.raises(ValueError, match="`\\(source, target\\)` pairs"):
         preprocessor.dataset_element(tf.TensorSpec([], tf.string), "fit")
+    # A part that is not a string: model inputs, for Keras to read (not the tokenizers).
+    assert preprocessor.dataset_element((tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int32)),
+                                        "fit") is None
+    with pytest.raises(ValueError, match="single texts \\(scalars\\) or batches"):
+        preprocessor.dataset_element((tf.TensorSpec([], tf.string), tf.TensorSpec([None], tf.string)),
+                                     "fit")
 
 
 def test_the_unilm_preprocessor_gives_the_finetuning_pipelines_batches():

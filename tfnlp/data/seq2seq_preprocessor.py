@@ -8,10 +8,12 @@ from tfnlp.data.pipelines import encoder_decoder_batch, encoder_decoder_dataset,
 from tfnlp.data.task_preprocessor import (
     DEFAULT_BATCH_SIZE,
     TaskPreprocessor,
+    is_string_spec,
     is_texts,
     preprocessing_object,
     serialized,
     string_tensor,
+    text_rank,
 )
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 
@@ -34,6 +36,17 @@ class SourceTargetTexts(TaskPreprocessor):
         if isinstance(x, list) and not x:
             x = tf.constant([], tf.string)
         return super().texts(x, name)
+
+    def dataset_element(self, spec, mode):
+        """Source and target texts, both strings of one rank; a dataset with any part that
+        is not a string is model inputs (Keras reads it)."""
+        parts = spec if isinstance(spec, tuple) else (spec,)
+        if not all(is_string_spec(part) for part in parts):
+            return None
+        element = super().dataset_element(spec, mode)
+        if element is not None and element.labels is not None:
+            text_rank(parts, spec)  # the target's rank is the source's
+        return element
 
     def checked_labels(self, y, count):
         """`y` as a `tf.string` `(count,)` tensor of target texts."""

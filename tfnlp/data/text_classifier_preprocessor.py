@@ -68,14 +68,7 @@ class TextClassifierPreprocessor(TaskPreprocessor):
         self.num_classes = _checks.positive_int("num_classes", num_classes)
         self.labels = None if labels is None else [str(label) for label in labels]
         self.pairs = bool(pairs)
-        self._label_table = None
-        if self.labels is not None:
-            self._label_table = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(self.labels), tf.range(len(self.labels), dtype=tf.int64)
-                ),
-                default_value=-1,
-            )
+        self._label_table = None  # built when class names are first read (`_class_ids`)
 
     def call(self, x, y=None, sample_weight=None):
         self.check("predict", pairs=isinstance(x, tuple))
@@ -87,11 +80,22 @@ class TextClassifierPreprocessor(TaskPreprocessor):
         y = tf.convert_to_tensor(y)
         checks = []
         if y.dtype == tf.string:
-            if self._label_table is None:
+            if self.labels is None:
                 raise ValueError(
                     f"The dataset's labels are strings but this {self.task_name} has no "
                     "`labels` (class names) to map them to ids."
                 )
+            if self._label_table is None:
+                # Only for class names: the models build a preprocessor on every
+                # `fit`/`evaluate`/`predict`, and TensorFlow keeps each table to the
+                # end of the process.
+                with tf.init_scope():
+                    self._label_table = tf.lookup.StaticHashTable(
+                        tf.lookup.KeyValueTensorInitializer(
+                            tf.constant(self.labels), tf.range(len(self.labels), dtype=tf.int64)
+                        ),
+                        default_value=-1,
+                    )
             y = self._label_table.lookup(y)
             checks.append(tf.debugging.assert_non_negative(
                 y, message=f"a label is not one of this classifier's `labels` {self.labels}"
