@@ -291,7 +291,7 @@ class Task(keras.Model):
 class TextArrays(typing.NamedTuple):
     """Texts in memory, preprocessed: the model's inputs `x` (a dict of NumPy
     arrays, one row per text) and the labels `y` as the task preprocessor's
-    `labels` gave them (class ids; or None)."""
+    `checked_labels` gave them (class ids; or None)."""
 
     x: dict
     y: object

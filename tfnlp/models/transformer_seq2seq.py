@@ -10,7 +10,7 @@ import tensorflow_text as tf_text
 from tfnlp import _checks
 from tfnlp.data.pipelines import SEQ2SEQ_INPUTS, seq2seq_batch  # noqa: F401  (re-exported)
 from tfnlp.data.seq2seq_preprocessor import Seq2SeqPreprocessor
-from tfnlp.data.task_preprocessor import preprocessing_object
+from tfnlp.data.task_preprocessor import preprocessing_object, serialized
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 from tfnlp.generation import _common as generation_common
 from tfnlp.generation.compiled_search import (
@@ -68,11 +68,6 @@ def checked_tokenizer(name, tokenizer, vocabulary_size, size_name):
             f"{vocabulary_size} ({size_name})."
         )
     return tokenizer
-
-
-def serialized(value):
-    """`value` as Keras serializes it for a config; None stays None."""
-    return None if value is None else keras.saving.serialize_keras_object(value)
 
 
 def tokenized_sources(tokenizer, texts, source_length, start_ids=()):
