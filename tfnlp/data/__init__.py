@@ -29,6 +29,7 @@ from tfnlp.data.pipelines import (
 )
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.seq2seq_preprocessor import Seq2SeqPreprocessor
+from tfnlp.data.tagged import TaggedData, read_conll, read_conllu
 from tfnlp.data.task_preprocessor import TaskPreprocessor
 from tfnlp.data.text_classifier_preprocessor import TextClassifierPreprocessor
 from tfnlp.data.tfrecord import read_tfrecords, write_tfrecords
@@ -57,6 +58,7 @@ __all__ = [
     "ELMoPreprocessor",
     "LabelledData",
     "SegmentPacker",
+    "TaggedData",
     "Seq2SeqPreprocessor",
     "SPECIAL_TOKENS",
     "TaskPreprocessor",
@@ -74,6 +76,8 @@ __all__ = [
     "left_to_right_lm_dataset",
     "next_sentence_pairs",
     "objective_counts",
+    "read_conll",
+    "read_conllu",
     "read_labelled",
     "read_texts",
     "read_tfrecords",

@@ -433,7 +433,12 @@ def _checked_label_names(label_names):
 
 def _read_utf8(path):
     with open(path, "rb") as f:
-        data = f.read()
+        return decode_utf8(path, f.read())
+
+
+def decode_utf8(path, data):
+    """The text of file `path`'s bytes `data` (a leading byte-order mark skipped), or a
+    ValueError naming the file, the line and the byte that is not UTF-8."""
     skipped = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
         return data[skipped:].decode("utf-8")
