@@ -1,4 +1,4 @@
-"""Small real corpora shipped with tfnlp, as `tf.data.Dataset`s.
+"""Small real corpora shipped with tfnlp, as `tf.data.Dataset`s and tagged sentences.
 
 Nothing here downloads anything: the files live in `tfnlp/datasets/data/`
 with their provenance and licences in `LICENSES.md` beside them. Every split
@@ -10,6 +10,7 @@ is fixed (no randomness), so results are comparable across runs.
 | `zh_poems` | `load_documents` | one poem or record: `(num_lines,)` tf.string |
 | `bible_en_es`, `bible_archaic_modern` | `load_text_pairs` | `(source, target)` tf.string |
 | `fine_food_reviews` | `load_fine_food_reviews` | `(text, label)` |
+| `en_ewt_upos`, `en_uner_ewt` | `load_tagged` | a `tfnlp.data.TaggedData`: words and tags per sentence (`.as_dataset()`) |
 """
 
 import csv
@@ -22,6 +23,7 @@ import tensorflow as tf
 
 from tfnlp import _checks
 from tfnlp.data._tensors import dense_row as _dense_row
+from tfnlp.data.tagged import read_conll
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 SPLITS = ("train", "validation", "test")
@@ -42,16 +44,42 @@ _BIBLE_PAIRS = {
     "bible_archaic_modern": ("kjv_en", "web_en"),
 }
 
+# The 17 Universal Dependencies part-of-speech tags, and UniversalNER's IOB2
+# tags; both in the order `tfnlp.data.read_conll` gives a file's tags.
+UPOS_TAGS = (
+    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
+    "PUNCT", "SCONJ", "SYM", "VERB", "X",
+)
+UNER_TAGS = ("O", "B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER")
+# name -> (file of a split, tag names); made by benchmarks/data/build_tagging_corpora.py
+# (see LICENSES.md).
+_TAGGED = {
+    "en_ewt_upos": ("en_ewt_upos_{}.tsv.gz", UPOS_TAGS),
+    "en_uner_ewt": ("en_uner_ewt_{}.tsv.gz", UNER_TAGS),
+}
+_TAGGED_FILE_SPLITS = {"train": "train", "validation": "dev", "test": "test"}
+_TAGGED_NOT_BUNDLED = {
+    ("en_uner_ewt", "train"): (
+        "UniversalNER's English-EWT train file could not be had whole when tfnlp's data was "
+        "built (see tfnlp/datasets/data/LICENSES.md). Train on split='validation' (2,001 "
+        "sentences) and test on 'test', or download en_ewt-ud-train.iob2 from "
+        "https://github.com/UniversalNER/UNER_English-EWT and read it with "
+        "tfnlp.data.read_conll(path, word_column=1, tag_column=2, "
+        "tag_names=tfnlp.datasets.UNER_TAGS)."
+    ),
+}
+
 
 def list_datasets():
     """Names of the bundled data sets.
 
     Example:
 
-    >>> list_datasets()
-    ['bible_archaic_modern', 'bible_en_es', 'en_novels', 'fine_food_reviews', 'zh_poems']
+    >>> list_datasets()  # doctest: +NORMALIZE_WHITESPACE
+    ['bible_archaic_modern', 'bible_en_es', 'en_ewt_upos', 'en_novels', 'en_uner_ewt',
+     'fine_food_reviews', 'zh_poems']
     """
-    return sorted([*_DOCUMENT_FILES, *_BIBLE_PAIRS, "fine_food_reviews"])
+    return sorted([*_DOCUMENT_FILES, *_BIBLE_PAIRS, *_TAGGED, "fine_food_reviews"])
 
 
 def _open(filename):
@@ -243,3 +271,49 @@ def load_fine_food_reviews(split):
     return tf.data.Dataset.from_tensor_slices(
         (tf.constant(texts, tf.string), tf.constant(labels, tf.int32))
     )
+
+
+def load_tagged(name, split):
+    """A tagged corpus: the words of each sentence with one tag per word.
+
+    Both corpora are the English Web Treebank's sentences (weblogs,
+    newsgroups, emails, reviews, Yahoo! answers), split as released:
+
+    | name | tags | train | validation | test |
+    |---|---|---|---|---|
+    | `en_ewt_upos` | `UPOS_TAGS`, the 17 Universal Dependencies part-of-speech tags | 12,544 sentences / 204,577 words | 2,001 / 25,147 | 2,077 / 25,094 |
+    | `en_uner_ewt` | `UNER_TAGS`, IOB2 `PER`, `ORG`, `LOC` | not bundled | 2,001 / 25,149 | 2,077 / 25,097 |
+
+    `en_ewt_upos` is Universal Dependencies English-EWT v2.16; its words are
+    the syntactic words (`don't` is `do` + `n't`). `en_uner_ewt` is
+    UniversalNER's English-EWT, made on EWT v2.9 (a few words differ from
+    v2.16). UniversalNER's train split is not bundled (LICENSES.md says why):
+    train on its `"validation"` split and test on `"test"`, or read your own
+    copy of `en_ewt-ud-train.iob2` with `tfnlp.data.read_conll(path,
+    word_column=1, tag_column=2, tag_names=UNER_TAGS)`.
+
+    Args:
+        name: `"en_ewt_upos"` or `"en_uner_ewt"`.
+        split: `"train"`, `"validation"` (the released dev set) or `"test"`.
+
+    Returns:
+        A `tfnlp.data.TaggedData` (`.words`, `.tags`, `.tag_names`,
+        `.sentence_ids`), as `tfnlp.data.read_conll` returns it; `tag_names`
+        is `UPOS_TAGS` or `UNER_TAGS` for every split, so tag ids agree.
+
+    Example:
+
+    >>> data = load_tagged("en_uner_ewt", "test")
+    >>> len(data), data.num_words
+    (2077, 25097)
+    >>> data.words[1], data.tags[1]
+    (['It', 'is', 'a', 'place', 'in', 'Argentina', 'lol'], ['O', 'O', 'O', 'O', 'O', 'B-LOC', 'O'])
+    """
+    _checks.one_of("name", name, tuple(_TAGGED))
+    _checks.one_of("split", split, tuple(SPLITS))
+    if (name, split) in _TAGGED_NOT_BUNDLED:
+        raise ValueError(
+            f"`split` {split!r} of {name!r} is not bundled: {_TAGGED_NOT_BUNDLED[name, split]}")
+    pattern, tag_names = _TAGGED[name]
+    path = os.path.join(DATA_DIR, pattern.format(_TAGGED_FILE_SPLITS[split]))
+    return read_conll(path, word_column=0, tag_column=1, tag_names=list(tag_names))
