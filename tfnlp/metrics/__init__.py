@@ -13,6 +13,7 @@ Their inputs are Python `str` or UTF-8 `bytes`; no TensorFlow is involved.
 
 from tfnlp.metrics.bleu import corpus_bleu, corpus_bleu_details, tokenize_for_evaluation
 from tfnlp.metrics.classification import classification_report
+from tfnlp.metrics.entities import entity_report, entity_spans, token_accuracy
 from tfnlp.metrics.perplexity import Perplexity
 from tfnlp.metrics.rouge import rouge_scores
 
@@ -21,6 +22,9 @@ __all__ = [
     "classification_report",
     "corpus_bleu",
     "corpus_bleu_details",
+    "entity_report",
+    "entity_spans",
     "rouge_scores",
+    "token_accuracy",
     "tokenize_for_evaluation",
 ]
