@@ -265,6 +265,14 @@ CASES = [
          r"must be 8", lambda: _layer("position")(_ones(2, 5, 6))),
     call(L.PositionEmbedding, ValueError, r"`inputs` must have a known last .* rank >= 2",
          lambda: L.PositionEmbedding(8)(_ones(8))),
+    # CRF
+    init(L.CRF, ValueError, r"`num_tags` must be a positive integer, got 0", 0),
+    init(L.CRF, ValueError, r"`allowed_transitions\['transitions'\]` must have shape \(3, 3\)", 3,
+         allowed_transitions={"transitions": [[True] * 2] * 2}),
+    call(L.CRF, ValueError, r"`potentials` has shape \(2, 5, 8\), but its axis N .* must be 3",
+         lambda: L.CRF(3)(x())),
+    call(L.CRF, ValueError, r"`tags` has shape \(2, 4\), but its axis T .* must be 5",
+         lambda: L.CRF(3).log_likelihood(_ones(2, 5, 3), np.zeros((2, 4), np.int32))),
     # ProjectedLSTM
     init(L.ProjectedLSTM, ValueError, r"`units` must be a positive integer, got 0", 0),
     init(L.ProjectedLSTM, ValueError, r"`cell_clip` must be a positive number, got -1.0", 8,

@@ -3,6 +3,7 @@
 from tfnlp.layers import masks
 from tfnlp.layers.activations import gelu, gelu_approximate
 from tfnlp.layers.char_cnn_embedding import ELMO_FILTERS, CharCNNEmbedding
+from tfnlp.layers.crf import CRF, bio_transitions
 from tfnlp.layers.dropout import Dropout
 from tfnlp.layers.highway import Highway
 from tfnlp.layers.layer_normalization import LayerNormalization
@@ -18,6 +19,7 @@ from tfnlp.layers.transformer_decoder_block import TransformerDecoderBlock
 from tfnlp.layers.word_softmax import WordSoftmax
 
 __all__ = [
+    "CRF",
     "CharCNNEmbedding",
     "Dropout",
     "ELMO_FILTERS",
@@ -33,6 +35,7 @@ __all__ = [
     "TransformerBlock",
     "TransformerDecoderBlock",
     "WordSoftmax",
+    "bio_transitions",
     "gelu",
     "gelu_approximate",
     "masks",
