@@ -207,7 +207,7 @@ class Task(keras.Model):
                 f"`y` ({preprocessor.label_name}) is required to {mode} on {preprocessor.text_name}."
             )
         if preprocessor.in_memory(count):
-            return TextArrays(_preprocessed_once(preprocessor, texts, count), y)
+            return TextArrays(*_preprocessed_once(preprocessor, texts, count, y))
         examples = tf.data.Dataset.from_tensor_slices((texts,) if y is None else (texts, y))
         return preprocessor.batches(examples, batch_size=batch_size, shuffle=shuffle, mode=mode,
                                     count=count, batched=False)
@@ -290,8 +290,9 @@ class Task(keras.Model):
 
 class TextArrays(typing.NamedTuple):
     """Texts in memory, preprocessed: the model's inputs `x` (a dict of NumPy
-    arrays, one row per text) and the labels `y` as the task preprocessor's
-    `checked_labels` gave them (class ids; or None)."""
+    arrays, one row per text) and the labels `y` (NumPy; or None) as the task
+    preprocessor's `call` gave them from what `checked_labels` gave (a
+    classifier's class ids; a tagger's tags aligned to its word positions)."""
 
     x: dict
     y: object
@@ -318,17 +319,18 @@ def _dataset_inputs(preprocessor, dataset, batch_size, shuffle, mode):
                                 count=None, batched=element.batched)
 
 
-def _preprocessed_once(preprocessor, texts, count):
-    """The preprocessor's inputs for `count` texts (or pairs) as NumPy arrays, computed
-    eagerly `preprocessor.chunk_size` texts at a time (to bound the tokenizer's
-    intermediate tensors)."""
+def _preprocessed_once(preprocessor, texts, count, y=None):
+    """`(inputs, y)` for `count` texts (or pairs) and their labels `y` (or None), as NumPy
+    arrays the preprocessor made, computed eagerly `preprocessor.chunk_size` texts at a
+    time (to bound the tokenizer's intermediate tensors)."""
     chunk, chunks = preprocessor.chunk_size, []
     for start in range(0, max(count, 1), chunk):
         part = (tuple(t[start:start + chunk] for t in texts) if isinstance(texts, tuple)
                 else texts[start:start + chunk])
-        inputs, _, _ = preprocessor(part)
-        chunks.append(tf.nest.map_structure(np.asarray, inputs))
-    return tf.nest.map_structure(lambda *parts: np.concatenate(parts), *chunks)
+        inputs, labels, _ = preprocessor(part, None if y is None else y[start:start + chunk])
+        chunks.append(tf.nest.map_structure(np.asarray, (inputs, labels)))
+    inputs = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *[c[0] for c in chunks])
+    return inputs, None if y is None else np.concatenate([c[1] for c in chunks])
 
 
 def _host(values):

@@ -9,6 +9,7 @@ from tfnlp.training.distribute import cluster_size, global_sum, strategy
 from tfnlp.training.loop import fit, is_chief
 from tfnlp.training.losses import (
     SmoothedSparseCategoricalCrossentropy,
+    TaggingCrossEntropy,
     sparse_softmax_cross_entropy,
 )
 from tfnlp.training.metrics import moved_perplexity as _moved_perplexity
@@ -23,6 +24,7 @@ __all__ = [
     "LinearWarmupLinearDecay",
     "NO_DECAY",
     "SmoothedSparseCategoricalCrossentropy",
+    "TaggingCrossEntropy",
     "ValidationEvaluation",
     "attention_weights",
     "bert_adamw",

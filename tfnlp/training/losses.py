@@ -230,3 +230,43 @@ class SmoothedSparseCategoricalCrossentropy(keras.losses.Loss):
             "reduction": self.reduction,
             "name": self.name,
         }
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class TaggingCrossEntropy(SmoothedSparseCategoricalCrossentropy):
+    """A tagger's cross-entropy: the words' tags averaged over every word of the global batch.
+
+    `y_true` holds tag ids `(B, W)` with `-1` where there is no word
+    (padding, a word cut by the sequence length:
+    `tfnlp.data.TaggerPreprocessor`'s `IGNORED`); those positions drop out.
+    The mean is over the words of the whole batch, across `tf.distribute`
+    replicas too (`SmoothedSparseCategoricalCrossentropy`'s reduction), so
+    N replicas train as one process however the words fall between them.
+    `sample_weight` `(B,)` weighs sentences (or `(B, W)` words); a batch
+    without words gives 0.
+
+    Args:
+        label_smoothing: float in [0, 1).
+        name: str.
+
+    Example:
+
+    >>> loss = TaggingCrossEntropy()
+    >>> logits = tf.constant([[[2.0, 0.0], [0.0, 0.0], [9.0, -9.0]]])
+    >>> round(float(loss(tf.constant([[0, 1, -1]]), logits)), 4)  # (0.1269 + 0.6931) / 2
+    0.41
+    """
+
+    def __init__(self, label_smoothing=0.0, name="tagging_cross_entropy"):
+        super().__init__(label_smoothing=label_smoothing, name=name)
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        y_true = tf.cast(y_true, tf.int32)
+        words = tf.cast(y_true >= 0, tf.float32)
+        if sample_weight is not None:
+            weights = tf.cast(sample_weight, tf.float32)
+            words *= weights[:, None] if weights.shape.rank == 1 else weights
+        return super().__call__(tf.maximum(y_true, 0), y_pred, sample_weight=words)
+
+    def get_config(self):
+        return {"label_smoothing": self.label_smoothing, "name": self.name}

@@ -1,0 +1,310 @@
+"""Sequence tagging (part of speech, named entities) on a BERT backbone: a tag per word."""
+
+import logging
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfnlp import _checks
+from tfnlp.data.bert_preprocessor import BertPreprocessor
+from tfnlp.data.tagger_preprocessor import TaggerPreprocessor
+from tfnlp.data.task_preprocessor import checked_batch_size, serialized
+from tfnlp.layers.crf import CRF, bio_transitions
+from tfnlp.layers.dropout import Dropout
+from tfnlp.metrics.tagging import TagAccuracy
+from tfnlp.models._mixins import CallsBackboneLayers
+from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
+from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
+from tfnlp.models.task import Task
+from tfnlp.models.text_classifier import checked_preprocessor
+from tfnlp.training.losses import TaggingCrossEntropy
+from tfnlp.training.optimizers import bert_adamw
+
+_LOG = logging.getLogger(__name__)
+
+
+def tagger_size(num_tags, tag_names):
+    """`(num_tags, tag_names)` checked and made consistent: either may be given, or both."""
+    if tag_names is not None:
+        if isinstance(tag_names, (str, bytes)) or not hasattr(tag_names, "__iter__"):
+            raise ValueError(f"`tag_names` must be a list of tag names, got {tag_names!r}.")
+        tag_names = [str(name) for name in tag_names]
+        if len(set(tag_names)) != len(tag_names):
+            repeated = sorted({name for name in tag_names if tag_names.count(name) > 1})
+            raise ValueError(f"`tag_names` must name each tag once, got {repeated} more than once.")
+        if num_tags is None:
+            num_tags = len(tag_names)
+    if num_tags is None:
+        raise ValueError("`num_tags` is required (or give `tag_names`).")
+    num_tags = _checks.positive_int("num_tags", num_tags)
+    if num_tags < 2:
+        raise ValueError(f"`num_tags` must be at least 2, got {num_tags}.")
+    if tag_names is not None and len(tag_names) != num_tags:
+        raise ValueError(f"`tag_names` has {len(tag_names)} names for `num_tags`={num_tags}.")
+    return num_tags, tag_names
+
+
+def _iob2_transitions(tag_names):
+    """`bio_transitions(tag_names)` when every tag name is IOB2's (`O`, `B-X`, `I-X`), else None."""
+    if tag_names is None or not all(
+            name == "O" or (name[:2] in ("B-", "I-") and len(name) > 2) for name in tag_names):
+        return None
+    return bio_transitions(tag_names)
+
+
+def _iob2_repair(tag_names):
+    """`(allowed, start, begin)` NumPy tables to repair IOB2 tags, or None where some `I-X`
+    has no `B-X` to become: `bio_transitions`' `[from, to]` and start tables, and
+    `begin[t]`, the id of `B-X` for `t` = `I-X` (else `t`)."""
+    allowed = bio_transitions(tag_names)
+    begin = []
+    for i, name in enumerate(tag_names):
+        if name.startswith("I-"):
+            if "B-" + name[2:] not in tag_names:
+                return None
+            begin.append(tag_names.index("B-" + name[2:]))
+        else:
+            begin.append(i)
+    return (np.array(allowed["transitions"]), np.array(allowed["start"]), np.array(begin, np.int32))
+
+
+@keras.saving.register_keras_serializable(package="tfnlp")
+class BertTokenClassifier(CallsBackboneLayers, Task):
+    """A tag for every word: `Dense(num_tags)` on each word's first WordPiece in a `BertBackbone`.
+
+    BERT's tagging recipe (Devlin et al., 2019, section 5.3): a word is
+    represented by the last block's output at its first piece; the other
+    pieces get no label and no loss. The model takes the backbone's inputs
+    plus `word_positions` `(B, W)`, each word's first-piece position (0 for
+    no word; `tfnlp.data.TaggerPreprocessor` computes them), and returns
+    per-word tag logits `(B, W, num_tags)` in float32. The backbone's last
+    block runs at those positions only (`BertBackbone.encode`'s
+    `output_positions`). A `UniLMBackbone` tags through its bidirectional
+    encoder: pass `unilm_backbone.to_bert()`.
+
+    `compile()` without arguments uses AdamW with the BERT fine-tuning
+    defaults (learning rate 2e-5), the cross-entropy of the words' tags
+    averaged over the words of the whole batch
+    (`tfnlp.training.TaggingCrossEntropy`: the non-word positions, tag
+    `-1`, skipped; under a `tf.distribute` strategy over every replica's
+    words, so N replicas train as one process; `sample_weight` `(B,)`
+    weighs sentences) and word accuracy (`tfnlp.metrics.TagAccuracy`).
+
+    Given its `preprocessor` and `tag_names`, the tagger takes words as
+    well: `fit(words, tags)`, `evaluate(words, tags)`, `predict(words)`
+    (logits) and `predict_tags(words)` (tag names, one per word), with
+    `words` a list of sentences (lists of `str`, e.g. a CoNLL file's
+    `TaggedData.words`), a `tf.string` ragged `(B, None)` batch, raw texts
+    (split into BERT's words) or a `tf.data.Dataset` of `(words, tags)`
+    sentences; tags are names or ids. Words past the preprocessor's
+    `sequence_length` (in pieces) get no tag: `predict_tags` gives `None`
+    for them and logs how many.
+
+    With `crf=True` a linear-chain CRF (`tfnlp.layers.CRF`) reads the
+    logits as its potentials: training minimises its negative
+    log-likelihood of each sentence's tags (the model computes its own loss:
+    `compile()` takes no `loss`), and tags are its Viterbi path over the
+    sentence's words (`predict_tags`; `evaluate`'s accuracy is of that
+    path). When every tag name is `O`, `B-X` or `I-X` (IOB2), transitions
+    IOB2 forbids (`O` -> `I-X`, `B-X` -> `I-Y`, a sentence starting with
+    `I-X`) are excluded from the path and the likelihood
+    (`tfnlp.layers.bio_transitions`); a training tag that breaks IOB2 is
+    read as seqeval and conlleval read it, an `I-X` that starts an entity
+    being its `B-X`, so that its sentence still has a finite likelihood.
+
+    Args:
+        backbone: a `BertBackbone` (pretrained or not).
+        num_tags: int; may be left out when `tag_names` is given.
+        tag_names: optional list of tag names, one per tag (id order).
+        dropout: float in [0, 1), dropout on the word vectors.
+        preprocessor: optional `tfnlp.data.BertPreprocessor` (its
+            `sequence_length` at most the backbone's `max_sequence_length`),
+            so that the model takes words and text.
+        crf: bool, a CRF over the word logits (see above).
+        **kwargs: base model arguments (`name`, ...).
+
+    Example:
+
+    >>> from tfnlp import data
+    >>> vocab = list(data.SPECIAL_TOKENS) + ["ada", "wrote", "in", "paris"]
+    >>> preprocessor = data.BertPreprocessor(data.WordPieceTokenizer(vocab), 8)
+    >>> backbone = BertBackbone.from_architecture("bert_tiny", vocabulary_size=len(vocab))
+    >>> tagger = BertTokenClassifier(backbone, tag_names=["O", "B-PER", "B-LOC"],
+    ...                              preprocessor=preprocessor)
+    >>> tagger.compile()
+    >>> history = tagger.fit([["Ada", "wrote"], ["in", "Paris"]], [["B-PER", "O"], ["O", "B-LOC"]],
+    ...                      verbose=0)
+    >>> tagger.predict([["Ada", "wrote", "in", "Paris"]], verbose=0).shape
+    (1, 6, 3)
+    >>> [len(tags) for tags in tagger.predict_tags([["Ada", "wrote", "in", "Paris"], ["Paris"]])]
+    [4, 1]
+    """
+
+    backbone_cls = BertBackbone
+    preprocessor_cls = BertPreprocessor
+
+    def __init__(self, backbone, num_tags=None, tag_names=None, dropout=0.1, preprocessor=None,
+                 crf=False, **kwargs):
+        backbone = self._backbone_object(backbone)
+        num_tags, tag_names = tagger_size(num_tags, tag_names)
+        dropout = _checks.rate("dropout", dropout)
+        crf = _checks.boolean("crf", crf)
+        preprocessor = checked_preprocessor(
+            preprocessor, backbone.vocabulary_size, backbone.max_sequence_length)
+        if preprocessor is not None and tag_names is None:
+            raise ValueError("A tagger with a `preprocessor` needs `tag_names` (the tags it reads and "
+                             "writes).")
+        self.backbone = backbone
+        self.output_dropout = Dropout(dropout, name="output_dropout")
+        self.output_dense = keras.layers.Dense(
+            num_tags, kernel_initializer=bert_kernel_initializer(), dtype="float32", name="logits")
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in (*BACKBONE_INPUTS, "word_positions")}
+        words = backbone.encode({name: inputs[name] for name in BACKBONE_INPUTS},
+                                output_positions=inputs["word_positions"])  # (B, W, H)
+        logits = self.output_dense(self.output_dropout(words))
+        self.crf = None
+        if crf:  # used by the loss and the decoding, not by the output (the logits)
+            self.crf = CRF(num_tags, allowed_transitions=_iob2_transitions(tag_names), name="crf")
+            self.crf.build((None, None, num_tags))
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.num_tags = num_tags
+        self.tag_names = tag_names
+        self.dropout = dropout
+        self.preprocessor = preprocessor
+
+    def _head_layers(self):
+        return [self.output_dropout, self.output_dense] + ([self.crf] if self.crf else [])
+
+    def _unread_backbone_layers(self):
+        return [self.backbone.pooler]
+
+    def _checked_inputs(self, inputs):
+        return self.backbone._checked_inputs(inputs, word_positions="BW")
+
+    def _compile_defaults(self):
+        return {
+            "optimizer": bert_adamw(2e-5),
+            "loss": None if self.crf else TaggingCrossEntropy(),  # a CRF: its own (`compute_loss`)
+            "metrics": [TagAccuracy()],
+        }
+
+    def compile(self, optimizer="auto", loss="auto", **kwargs):
+        if self.crf is not None and not (loss is None or (isinstance(loss, str) and loss == "auto")):
+            raise ValueError(f"This {type(self).__name__} has a CRF, whose negative log-likelihood is "
+                             "its loss: compile it without `loss`.")
+        super().compile(optimizer=optimizer, loss=loss, **kwargs)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self.crf is None:
+            return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+        loss = self._crf_loss(y, y_pred, sample_weight)
+        return loss + tf.add_n(self.losses) if self.losses else loss
+
+    def _crf_loss(self, y, y_pred, sample_weight):
+        # The negative log-likelihood of each sentence's tags (its words: tag >= 0), summed
+        # over the batch's sentences (weighted) / the batch size, and per replica as Keras'
+        # "sum_over_batch_size" losses are (so replicas add up to the global batch).
+        y = tf.cast(y, tf.int32)
+        tags = self._iob2_repaired(tf.maximum(y, 0))
+        nll = -self.crf.log_likelihood(y_pred, tags, padding_mask=y >= 0)
+        if sample_weight is not None:
+            nll *= tf.reshape(tf.cast(sample_weight, nll.dtype), [-1])
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return tf.reduce_sum(nll) / tf.cast(tf.shape(nll)[0] * replicas, nll.dtype)
+
+    def _iob2_repaired(self, tags):
+        """`tags` `(B, W)` with each `I-X` that IOB2 forbids where it is (first, after `O` or
+        after another type) replaced by `B-X`: the entity seqeval reads there."""
+        repair = _iob2_repair(self.tag_names) if self.crf.allowed_transitions else None
+        if repair is None:
+            return tags
+        allowed, start, begin = (tf.constant(v) for v in repair)
+        before = tf.concat([tf.fill([tf.shape(tags)[0], 1], -1), tags[:, :-1]], axis=1)
+        forbidden = tf.where(before < 0, tf.gather(~start, tags),
+                             ~tf.gather_nd(allowed, tf.stack([tf.maximum(before, 0), tags], -1)))
+        return tf.where(forbidden, tf.gather(begin, tags), tags)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        if self.crf is not None:  # the accuracy of the CRF's best path
+            y_pred = self.crf(y_pred, padding_mask=tf.cast(y, tf.int32) >= 0)
+        return super().compute_metrics(x, y, y_pred, sample_weight)
+
+    # --- Words and texts ---
+
+    def _task_preprocessor(self):
+        if self.preprocessor is None:
+            return None
+        return TaggerPreprocessor(self.preprocessor, self.tag_names, task_name=type(self).__name__)
+
+    def predict_tags(self, x, batch_size=None, verbose=0):
+        """The tag name of every word of each sentence (`None` for words past the sequence length).
+
+        Args:
+            x: sentences as lists of words, a `tf.string` ragged `(B, None)`
+                batch, or raw texts (split into BERT's words:
+                `preprocessor.tokenizer.tokenize_words` gives them and their
+                offsets).
+            batch_size: int, sentences per batch (default 32).
+            verbose: as for `predict` (default 0, silent).
+
+        Returns:
+            A list (one per sentence) of lists of tag names.
+        """
+        preprocessor = self._task_preprocessor()
+        if preprocessor is None:
+            raise ValueError(f"This {type(self).__name__} has no `preprocessor` and `tag_names`: "
+                             "`predict_tags` reads words.")
+        words = preprocessor.texts(x)
+        if words is None or isinstance(x, tf.data.Dataset):
+            raise ValueError("`predict_tags` takes sentences (lists of words) or raw texts in memory.")
+        preprocessor.check("predict")
+        if isinstance(words, tf.RaggedTensor):
+            counts = words.row_lengths().numpy()
+        else:
+            counts = preprocessor.words_of(words)["token_ids"].row_lengths().numpy()
+        batch_size = checked_batch_size(batch_size)
+        ids, positions = [], []
+        for start in range(0, len(counts), max(batch_size, preprocessor.chunk_size)):
+            inputs, _, _ = preprocessor(words[start:start + max(batch_size, preprocessor.chunk_size)])
+            arrays = {name: np.asarray(value) for name, value in inputs.items()}
+            logits = keras.Model.predict(self, arrays, batch_size=batch_size, verbose=verbose)
+            ids.append(self._best_tags(logits, arrays["word_positions"] > 0))
+            positions.append(arrays["word_positions"])
+        ids, positions = np.concatenate(ids), np.concatenate(positions)
+        tags = []
+        for count, row, row_positions in zip(counts, ids, positions, strict=True):
+            tagged = int(np.sum(row_positions > 0))
+            tags.append([self.tag_names[t] for t in row[:tagged]] + [None] * (int(count) - tagged))
+        untagged = int(np.sum(counts) - np.sum(positions > 0))
+        if untagged:
+            _LOG.warning(
+                "%d of %d words are past the preprocessor's sequence_length (%d pieces with [CLS] "
+                "and [SEP]) and have no tag (None).", untagged, int(np.sum(counts)),
+                self.preprocessor.sequence_length)
+        return tags
+
+    def _best_tags(self, logits, word_mask):
+        """The predicted tag ids `(B, W)` of `logits` `(B, W, num_tags)`: the CRF's best path,
+        or each word's own best tag."""
+        if self.crf is not None:
+            return self.crf(tf.constant(logits), padding_mask=tf.constant(word_mask)).numpy()
+        return np.argmax(logits, axis=-1)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "num_tags": self.num_tags,
+            "tag_names": self.tag_names,
+            "dropout": self.dropout,
+            "preprocessor": serialized(self.preprocessor),
+            "crf": self.crf is not None,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
