@@ -262,6 +262,22 @@ def _elmo_batch(rng):
     return data.character_ids(tf.constant(tokens), 12).numpy(), targets
 
 
+def _tagging_batch(rng):
+    """Encoder inputs, the first-piece positions of 1 to `LENGTH - 2` words and their tags (-1:
+    no word)."""
+    x = _encoder_inputs(rng)
+    words = LENGTH - 2
+    x["word_positions"] = np.zeros((BATCH, words), "int32")
+    y = np.full((BATCH, words), -1, "int32")
+    for row, length in enumerate(x["padding_mask"].sum(1)):
+        pieces = np.arange(1, length - 1)  # between [CLS] and [SEP]
+        count = int(rng.integers(1, len(pieces) + 1))
+        starts = np.sort(rng.choice(pieces[1:], count - 1, replace=False)) if count > 1 else []
+        x["word_positions"][row, :count] = np.concatenate([[1], starts])
+        y[row, :count] = rng.integers(0, 3, count)
+    return x, y
+
+
 # --- Padding and no targets (tests/test_numerics.py) ---
 
 
@@ -269,6 +285,17 @@ def _pretraining_padded(x, y, weights, rows):
     padded_inputs(x, y, None, rows)
     weights["mlm"][rows] = 0  # a next-sentence target is left on padding
     return x, y, weights
+
+
+def _tagging_padded(x, y, weights, rows):
+    padded_inputs(x, y, weights, rows)
+    x["word_positions"][rows] = 0
+    y[rows] = -1
+    return x, y, weights
+
+
+def _no_words_tagged(x, y, weights):
+    return x, np.full_like(y, -1), weights
 
 
 def _elmo_padded(x, y, weights, rows):
@@ -360,6 +387,11 @@ def _export_bert_classifier(kit, directory):
                                     preprocessor=kit.preprocessor, labels=["a", "b", "c"])
 
 
+def _export_bert_tagger(kit, directory):
+    tagger = models.BertTokenClassifier(_export_bert(kit), tag_names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
+    return export.export_tagger(tagger, directory, preprocessor=kit.preprocessor)
+
+
 def _export_transformer_classifier(kit, directory):
     model = models.TransformerClassifier(len(kit.vocabulary), 2, num_layers=1, num_heads=2,
                                          hidden_dim=16, dtype=kit.dtype)
@@ -418,6 +450,18 @@ register(Family(
     ("BertClassifier", "BertBackbone"),
     exports=(Export("bert_classifier", _export_bert_classifier, TEXT_AND_PAIRS, ("BertClassifier",)),),
     cli=("finetune", "classification"),
+))
+register(Family(
+    "bert_tagger",
+    lambda dropout, dtype: models.BertTokenClassifier(_bert_backbone(dropout, dtype), num_tags=3,
+                                                      dropout=dropout),
+    _tagging_batch,
+    ("BertTokenClassifier", "BertBackbone"),
+    exports=(Export("bert_tagger", _export_bert_tagger,
+                    {"serving_default": ["text"], "tag_words": ["words"]}, ("BertTokenClassifier",)),),
+    padded=_tagging_padded,
+    loss_on_padding=0.0,
+    no_targets={"words": _no_words_tagged},
 ))
 register(Family(
     "transformer_classifier",

@@ -80,6 +80,7 @@ def _model(name):
         "bert": lambda: models.BertBackbone(**_bert_config()),
         "classifier": lambda: models.BertClassifier(_model("bert"), num_classes=3),
         "pretrainer": lambda: models.BertPretrainer(_model("bert")),
+        "tagger": lambda: models.BertTokenClassifier(_model("bert"), num_tags=3),
         "unilm_backbone": lambda: models.UniLMBackbone(**_bert_config()),
         "unilm": lambda: models.UniLM(_model("unilm_backbone")),
         "text_classifier": lambda: models.TransformerClassifier(
@@ -505,6 +506,19 @@ CASES = [
                                                    masked_positions=[[1, 2]]))),
     call(M.BertClassifier, ValueError, r"`padding_mask` has shape \(1, 6\), but its axis T .* must "
          r"be 5", lambda: _model("classifier")(_bert_inputs(padding_mask=np.ones((1, 6))))),
+    # BertTokenClassifier
+    init(M.BertTokenClassifier, ValueError, r"`backbone` must be a BertBackbone, got Sequential",
+         keras.Sequential(), 3),
+    (M.BertTokenClassifier, "init", lambda: M.BertTokenClassifier(_model("bert"), num_tags=1),
+     ValueError, r"`num_tags` must be at least 2, got 1"),
+    (M.BertTokenClassifier, "init", lambda: M.BertTokenClassifier(_model("bert"), 3, crf="yes"),
+     ValueError, r"`crf` must be True or False, got 'yes'"),
+    (M.BertTokenClassifier, "init", lambda: M.BertTokenClassifier(_model("bert"), 3, tag_names=["O", "O", "X"]),
+     ValueError, r"`tag_names` must name each tag once, got \['O'\] more than once"),
+    call(M.BertTokenClassifier, ValueError, r"`word_positions` must be in \[0, 5\) .*got 5",
+         lambda: _model("tagger")(_bert_inputs(word_positions=[[1, 5]]))),
+    call(M.BertTokenClassifier, TypeError, r"`word_positions` must be an integer tensor, got dtype float",
+         lambda: _model("tagger")(_bert_inputs(word_positions=[[1.0, 2.5]]))),
     # BertPretrainer
     init(M.BertPretrainer, ValueError, r"`backbone` must be a BertBackbone, got Sequential",
          keras.Sequential()),

@@ -30,7 +30,7 @@ import tensorflow_text  # noqa: F401  (the exports' ops)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = ["README.md", "docs/layers.md", "docs/data.md", "docs/bert.md", "docs/transformer.md",
          "docs/unilm.md", "docs/elmo.md", "docs/weights.md", "docs/generation.md",
-         "docs/training.md", "docs/serving.md"]
+         "docs/training.md", "docs/serving.md", "docs/tagging.md"]
 ELSEWHERE = {"docs/own_data.md"}
 CLIENTS = ("localhost:8501", "localhost:8500")  # REST and gRPC ports of TF Serving
 TINY_ELMO = (', units=16, projection_dim=8, filters=((1, 8), (2, 8)), num_highway_layers=1, '
@@ -84,6 +84,17 @@ TINY = {
         ("steps=20_000", "steps=3"),
         ("checkpoint_every=500", "checkpoint_every=2"),
         ("histogram_every=1000", "histogram_every=2"),
+    ],
+    "docs/tagging.md": [
+        ("(texts, 8000)", "(texts[:300], 400)"),
+        ("WordPieceTokenizer(vocabulary), 96)", "WordPieceTokenizer(vocabulary), 32)"),
+        ("pos_train.words, pos_train.tags, batch_size=32, epochs=3",
+         "pos_train.words[:32], pos_train.tags[:32], batch_size=16, epochs=1"),
+        ("pos_test.words, pos_test.tags", "pos_test.words[:32], pos_test.tags[:32]"),
+        ("ner_train.words, ner_train.tags, batch_size=32, epochs=3",
+         "ner_train.words[:32], ner_train.tags[:32], batch_size=16, epochs=1"),
+        ("predict_tags(ner_test.words,", "predict_tags(ner_test.words[:32],"),
+        ("ner_test.tags, predicted", "ner_test.tags[:32], predicted"),
     ],
 }
 
@@ -237,7 +248,7 @@ def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatc
                if (page, text) not in used]
     assert not missing, f"no longer on the page (update TINY): {missing}"
     assert clients == ["docs/serving.md #1", "docs/serving.md #2"]
-    assert ran == 17
+    assert ran == 21
     # The clients' answers: two reviews, each a label (name and id) and two probabilities.
     assert namespace["reply"].status_code == 200
     predictions = namespace["reply"].json()["predictions"]
@@ -248,6 +259,12 @@ def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatc
     for export in ("translate_en_es", "elmo", "novel_lm"):
         assert (tmp_path / "saved_models" / export / "1" / "saved_model.pb").exists(), export
     assert namespace["vectors"].shape[-1] == 2 * 8  # ELMo: 2 x the projection
+    # The tagger's export: words and entities of two texts, the second empty.
+    assert (tmp_path / "saved_models" / "ner" / "1" / "saved_model.pb").exists()
+    outputs = namespace["outputs"]
+    assert outputs["num_words"].numpy().tolist() == [7, 0] and outputs["words"].shape == (2, 7)
+    assert outputs["entity_texts"].shape == outputs["entity_starts"].shape
+    assert set(namespace["report"]) >= {"per_type", "micro", "macro"}
     assert namespace["mine"].count_params() == namespace["bert"].count_params()
     for a, b in zip(namespace["mine"].weights, namespace["bert"].weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -3,7 +3,7 @@
 `tests/export/serving/tfnlp_serve.cc` loads each export with `LoadSavedModel`
 and answers TF Serving's `PredictRequest`s (see its header comment). The
 family test files compare its outputs with the in-memory models on
-hostile inputs; this file covers all thirteen signatures at once, in float32 and
+hostile inputs; this file covers all fifteen signatures at once, in float32 and
 from mixed-precision models, plus what only a server does: replaying the
 warm-up file, refusing a request of the wrong shape with a clear error, and
 `saved_model_cli run` (TensorFlow's graph-mode Python loader).
@@ -26,6 +26,16 @@ from tfnlp import data, export, models
 from tfnlp.export._common import WARMUP_BATCH_SIZES, WARMUP_FILE
 
 TEXTS = ["The cat sat on the [MASK].", "", "émigré café 中文 \U0001F600", b"\xff\xfe broken", "x" * 1_000_000]
+# The same as pre-split words (a tagger's `words`: each row's words, then "").
+WORDS = [["The", "cat", "sat", "on", "the", "[MASK]", "."], [], ["émigré", "café", "中文", "\U0001F600"],
+         [b"\xff\xfe", "broken"], ["x" * 1_000_000]]
+
+
+def words_array(sentences):
+    """`sentences` (lists of words) as the `(B, W)` bytes array a `words` input takes."""
+    width = max(len(s) for s in sentences)
+    return np.array([[w if isinstance(w, bytes) else w.encode() for w in s] + [b""] * (width - len(s))
+                     for s in sentences], dtype=object)
 SIGNATURES = families.signatures()  # export -> its signatures and their inputs (tests/families.py)
 
 
@@ -85,8 +95,8 @@ def _inputs(names):
         "repetition_penalty": np.linspace(1.0, 2.0, count, dtype=np.float32),
     }
     texts = [n for n in names if n not in options]
-    return {name: options[name] if name in options else TEXTS if name == texts[0] else TEXTS[::-1]
-            for name in names}
+    return {name: options[name] if name in options else words_array(WORDS) if name == "words"
+            else TEXTS if name == texts[0] else TEXTS[::-1] for name in names}
 
 
 def check_served_as_in_python(server, path, loaded, signatures, name):
@@ -116,7 +126,7 @@ def check_served_as_in_python(server, path, loaded, signatures, name):
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
-def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(request, server, float32_exports,
+def test_all_fifteen_signatures_serve_in_the_cpp_loader_as_in_python(request, server, float32_exports,
                                                                  precision):
     """C++ loader == `tf.saved_model.load` on every signature (the family tests tie the latter to the models)."""
     float32 = precision == "float32"
@@ -133,7 +143,7 @@ def test_all_thirteen_signatures_serve_in_the_cpp_loader_as_in_python(request, s
         count += check_served_as_in_python(server, path, loaded, signatures, family)
         if not float32:
             server.forget(path)
-    assert count == 13
+    assert count == 15
 
 
 def test_every_export_replays_its_warm_up_requests(loaded):
@@ -162,13 +172,16 @@ def check_a_text_input_of_the_wrong_rank_is_refused(server, path, signatures):
     `signatures` of the export at `path` (loaded in `server`): an error naming the input."""
     for signature, names in signatures.items():
         for name in [n for n in names if n not in SAMPLING]:
-            for shape in ((), (2, 1)):
+            words = name == "words"  # a batch of sentences (B, W), not of texts (B,)
+            for shape in ((), (2,), (2, 1, 1)) if words else ((), (2, 1)):
                 inputs = {n: _inputs([n])[n][:2] if n in SAMPLING else ["one", "two"]
                           for n in names}
                 inputs[name] = np.full(shape, b"text", dtype=object)
                 error = server.call(path, signature, expect_error=True, **inputs)
                 assert "INVALID_ARGUMENT" in error
-                assert f"`{name}` must be a batch of texts: a string tensor of shape [batch_size]" in error
+                what = ("sentences: a string tensor of shape [batch_size, max_words]" if words else
+                        "texts: a string tensor of shape [batch_size]")
+                assert f"`{name}` must be a batch of {what}" in error
                 assert f"got shape [{', '.join(map(str, shape))}]" in error
 
 

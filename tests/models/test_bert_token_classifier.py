@@ -169,6 +169,7 @@ def test_fit_learns_and_predict_tags_gives_one_tag_per_word(caplog):
         tagged = tagger.predict_tags(long_sentence)[0]
     assert tagged[:LENGTH - 2] == ["B-PER"] * (LENGTH - 2) and tagged[LENGTH - 2:] == [None] * 5
     assert "5 of 15 words are past the preprocessor's sequence_length" in caplog.text
+    assert tagger.predict_tags(long_sentence, untagged="O")[0][LENGTH - 2:] == ["O"] * 5
 
 
 def test_keras_file_round_trip_in_safe_mode(tmp_path):

@@ -21,6 +21,7 @@ from tfnlp.data.elmo import (
 )
 from tfnlp.data.elmo_preprocessor import ELMoPreprocessor
 from tfnlp.data.embeddings import cooccurrence_counts, learn_token_embeddings
+from tfnlp.data.entity_chunks import entity_chunks, entity_type_names, is_entity_tag_set
 from tfnlp.data.labelled import LabelledData, read_labelled, read_texts, suggest_sequence_length
 from tfnlp.data.pipelines import (
     classification_dataset,
@@ -30,6 +31,7 @@ from tfnlp.data.pipelines import (
 from tfnlp.data.segment_packer import SegmentPacker
 from tfnlp.data.seq2seq_preprocessor import Seq2SeqPreprocessor
 from tfnlp.data.tagged import TaggedData, read_conll, read_conllu
+from tfnlp.data.tagger_preprocessor import TaggerPreprocessor
 from tfnlp.data.task_preprocessor import TaskPreprocessor
 from tfnlp.data.text_classifier_preprocessor import TextClassifierPreprocessor
 from tfnlp.data.tfrecord import read_tfrecords, write_tfrecords
@@ -59,6 +61,7 @@ __all__ = [
     "LabelledData",
     "SegmentPacker",
     "TaggedData",
+    "TaggerPreprocessor",
     "Seq2SeqPreprocessor",
     "SPECIAL_TOKENS",
     "TaskPreprocessor",
@@ -71,7 +74,10 @@ __all__ = [
     "classification_dataset",
     "cooccurrence_counts",
     "elmo_dataset",
+    "entity_chunks",
+    "entity_type_names",
     "encoder_decoder_dataset",
+    "is_entity_tag_set",
     "learn_token_embeddings",
     "left_to_right_lm_dataset",
     "next_sentence_pairs",

@@ -110,17 +110,23 @@ class TaggerPreprocessor(TaskPreprocessor):
     def call(self, x, y=None, sample_weight=None):
         self.check("predict")
         pieces = self.word_pieces(x)
+        inputs = self.packed(pieces)
+        if y is not None:
+            y = self._tag_ids(y, pieces)
+            y = tf.where(inputs["word_positions"] > 0, y.to_tensor(IGNORED, shape=[None, self.max_words]),
+                         IGNORED)
+        return inputs, y, sample_weight
+
+    def packed(self, pieces):
+        """The model's inputs for words' pieces `(B, W, P)` (`word_pieces`): `[CLS] pieces [SEP]`
+        and each word's first-piece position (see the class docstring)."""
         length = self.preprocessor.sequence_length
         counts = tf.cast(pieces.row_lengths(axis=2), tf.int32)  # pieces per word, ragged (B, W)
         starts = tf.math.cumsum(counts, axis=1, exclusive=True) + 1  # after [CLS]
         inputs = self.preprocessor.packer(pieces.merge_dims(1, 2))
         kept = tf.ragged.boolean_mask(starts, starts <= length - 2)
         inputs["word_positions"] = kept.to_tensor(0, shape=[None, length - 2])
-        if y is not None:
-            y = self._tag_ids(y, counts)
-            y = tf.where(inputs["word_positions"] > 0, y.to_tensor(IGNORED, shape=[None, length - 2]),
-                         IGNORED)
-        return inputs, y, sample_weight
+        return inputs
 
     def word_pieces(self, x):
         """`x` (words `(B, None)` or texts `(B,)`) as WordPiece ids ragged `(B, W, P)`, P >= 1."""
@@ -145,15 +151,15 @@ class TaggerPreprocessor(TaskPreprocessor):
         """BERT's words of raw `texts` `(B,)` and their offsets (`WordPieceTokenizer.tokenize_words`)."""
         return self.preprocessor.tokenizer.tokenize_words(texts)
 
-    def _tag_ids(self, y, counts):
-        """`y` (ragged ids or names, one per word) as ragged int32 ids, checked when read."""
+    def _tag_ids(self, y, pieces):
+        """`y` (ragged ids or names, one per word of `pieces`) as ragged int32 ids, checked when read."""
         if not isinstance(y, tf.RaggedTensor):
             y = tf.convert_to_tensor(y)
             y = tf.RaggedTensor.from_tensor(y) if y.shape.rank == 2 else y
         if not isinstance(y, tf.RaggedTensor) or y.shape.rank != 2:
             raise ValueError(f"The tags must be a batch of sentences `(B, None)`, got shape {y.shape}.")
         checks = [tf.debugging.assert_equal(
-            y.row_lengths(), tf.cast(counts.row_lengths(), y.row_splits.dtype),
+            y.row_lengths(), tf.cast(pieces.row_lengths(), y.row_splits.dtype),
             message="every sentence must have one tag per word (`y`)")]
         if y.dtype == tf.string:
             if self._tag_table is None:

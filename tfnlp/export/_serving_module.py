@@ -62,12 +62,48 @@ class Text:
     """A text input: `tf.string (B,)`, one text per row, checked to be that shape when run."""
 
     dtype = tf.string
+    shape = (None,)
 
     def checked(self, name, value):
         return batch_of_texts(name, value)
 
     def warmup(self, batch_size):
         return [WARMUP_TEXTS[i % len(WARMUP_TEXTS)].encode() for i in range(batch_size)]
+
+
+# Sentences of the warm-up requests of a words input: a name, accents, CJK, an emoji.
+WARMUP_SENTENCES = (
+    ("Ada", "Lovelace", "wrote", "in", "London", "."),
+    ("Un", "café", "à", "Zürich", "中文", "\U0001F600"),
+    ("Great", "taste", "!"),
+)
+
+
+class Words:
+    """Pre-split words: `tf.string (B, W)`, one sentence per row, each row's words first and
+    `""` after them (a request's rows may hold different numbers of words); checked to be a
+    batch of rows when run."""
+
+    dtype = tf.string
+    shape = (None, None)
+
+    def checked(self, name, value):
+        shape = tf.strings.reduce_join(tf.strings.as_string(tf.shape(value)), separator=", ")
+        check = tf.debugging.Assert(
+            tf.equal(tf.raw_ops.Rank(input=value), 2),
+            [tf.strings.join([
+                f"`{name}` must be a batch of sentences: a string tensor of shape [batch_size, "
+                f'max_words], "" after each sentence\'s words (for example [["Ada", "wrote"], '
+                '["Hi", ""]]), got shape [', shape, "]",
+            ])],
+        )
+        with tf.control_dependencies([check]):
+            return tf.identity(value)
+
+    def warmup(self, batch_size):
+        rows = [WARMUP_SENTENCES[i % len(WARMUP_SENTENCES)] for i in range(batch_size)]
+        width = max(len(row) for row in rows)
+        return [[w.encode() for w in row] + [b""] * (width - len(row)) for row in rows]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +118,7 @@ class Option:
 
     dtype: tf.DType
     warmup_value: object
+    shape = (None,)
 
     def checked(self, name, value):
         return value
@@ -91,6 +128,7 @@ class Option:
 
 
 TEXT = Text()
+WORDS = Words()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +138,8 @@ class Signature:
     Args:
         name: its name in the SavedModel, e.g. `"serving_default"`.
         function: the module attribute that holds its `tf.function`, e.g. `"classify"`.
-        inputs: `{input name: TEXT or an Option}`, in order; every input is `(B,)`.
+        inputs: `{input name: TEXT, WORDS or an Option}`, in order; each input's first
+            axis is the batch `B`.
         method: the module method that serves it, called with the checked
             texts (positionally, in order: one, or a pair) and the options
             (by name).
@@ -115,7 +154,7 @@ class Signature:
     when: str | None = None
 
     def specs(self):
-        return [tf.TensorSpec([None], kind.dtype, name=name) for name, kind in self.inputs.items()]
+        return [tf.TensorSpec(kind.shape, kind.dtype, name=name) for name, kind in self.inputs.items()]
 
     def warmup_request(self, batch_size):
         """`{input name: TensorProto}` of one warm-up request of `batch_size` rows."""
@@ -140,7 +179,7 @@ def _serving_function(signature):
         self, *inputs = serve.__signature__.bind(*args, **kwargs).arguments.values()
         texts, options = {}, {}
         for (name, kind), value in zip(signature.inputs.items(), inputs, strict=True):
-            (texts if isinstance(kind, Text) else options)[name] = kind.checked(name, value)
+            (options if isinstance(kind, Option) else texts)[name] = kind.checked(name, value)
         checked = same_number_of_texts(texts) if len(texts) > 1 else texts.values()
         return getattr(self, signature.method)(*checked, **options)
 

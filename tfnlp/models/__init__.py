@@ -10,6 +10,7 @@ from tfnlp.models.bert_checkpoints import (
 )
 from tfnlp.models.bert_classifier import BertClassifier
 from tfnlp.models.bert_pretrainer import BertPretrainer, pretraining_batch
+from tfnlp.models.bert_token_classifier import BertTokenClassifier
 from tfnlp.models.bilm_tf_weights import (
     bilm_tf_options,
     load_bilm_tf_weights,
@@ -33,6 +34,7 @@ __all__ = [
     "BertBackbone",
     "BertClassifier",
     "BertPretrainer",
+    "BertTokenClassifier",
     "ELMO_ARCHITECTURES",
     "ELMoBiLM",
     "ELMoEmbedder",

@@ -238,8 +238,8 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
             return None
         return TaggerPreprocessor(self.preprocessor, self.tag_names, task_name=type(self).__name__)
 
-    def predict_tags(self, x, batch_size=None, verbose=0):
-        """The tag name of every word of each sentence (`None` for words past the sequence length).
+    def predict_tags(self, x, batch_size=None, verbose=0, untagged=None):
+        """The tag name of every word of each sentence (`untagged` for words past the length).
 
         Args:
             x: sentences as lists of words, a `tf.string` ragged `(B, None)`
@@ -248,6 +248,9 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
                 offsets).
             batch_size: int, sentences per batch (default 32).
             verbose: as for `predict` (default 0, silent).
+            untagged: the tag of the words past the preprocessor's
+                `sequence_length`: None (default), or e.g. `"O"` for entity
+                metrics (`tfnlp.metrics.entity_report`).
 
         Returns:
             A list (one per sentence) of lists of tag names.
@@ -276,13 +279,13 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
         tags = []
         for count, row, row_positions in zip(counts, ids, positions, strict=True):
             tagged = int(np.sum(row_positions > 0))
-            tags.append([self.tag_names[t] for t in row[:tagged]] + [None] * (int(count) - tagged))
-        untagged = int(np.sum(counts) - np.sum(positions > 0))
-        if untagged:
+            tags.append([self.tag_names[t] for t in row[:tagged]] + [untagged] * (int(count) - tagged))
+        missing = int(np.sum(counts) - np.sum(positions > 0))
+        if missing:
             _LOG.warning(
                 "%d of %d words are past the preprocessor's sequence_length (%d pieces with [CLS] "
-                "and [SEP]) and have no tag (None).", untagged, int(np.sum(counts)),
-                self.preprocessor.sequence_length)
+                "and [SEP]) and have no tag (%r).", missing, int(np.sum(counts)),
+                self.preprocessor.sequence_length, untagged)
         return tags
 
     def _best_tags(self, logits, word_mask):
