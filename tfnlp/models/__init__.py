@@ -6,6 +6,7 @@ from tfnlp.models.bert_backbone import BERT_ARCHITECTURES, BertBackbone
 from tfnlp.models.bert_checkpoints import (
     load_google_checkpoint,
     load_hugging_face_checkpoint,
+    load_hugging_face_token_classifier,
     save_google_checkpoint,
 )
 from tfnlp.models.bert_classifier import BertClassifier
@@ -47,6 +48,7 @@ __all__ = [
     "load_bilm_tf_weights",
     "load_google_checkpoint",
     "load_hugging_face_checkpoint",
+    "load_hugging_face_token_classifier",
     "load_unilm_checkpoint",
     "options_from_bilm_tf",
     "save_bilm_tf_weights",

@@ -4,7 +4,8 @@ Both formats are read into one logical map, `{name: numpy array}` with
 Google's variable names and layouts (kernels `(in, out)`), validated as a
 whole (every missing, unexpected or mis-shaped tensor is reported at once,
 before anything is assigned), then assigned to a `BertBackbone` (and, when
-given, a `BertPretrainer`'s heads).
+given, a `BertPretrainer`'s heads); a Hugging Face `BertForTokenClassification`
+loads into a `BertTokenClassifier`.
 """
 
 import json
@@ -17,8 +18,10 @@ import tensorflow as tf
 
 from tfnlp import _checks
 from tfnlp.models.bert_backbone import BertBackbone
+from tfnlp.models.bert_token_classifier import BertTokenClassifier, tagger_size
 
 _LAYER = "bert/encoder/layer_{i}/"
+_TOKEN_CLASSIFIER = "BertForTokenClassification"
 
 
 # Google's BERT normalizes with epsilon 1e-12; Hugging Face writes it as
@@ -625,6 +628,16 @@ def _read_hugging_face_tensors(directory):
     )
 
 
+def _hugging_face_config(directory):
+    """`(config, path)`: `config.json` (or, without it, `bert_config.json`), checked with `vocab.txt`."""
+    config_path = os.path.join(directory, "config.json")
+    if not os.path.exists(config_path) and os.path.exists(os.path.join(directory, "bert_config.json")):
+        config_path = os.path.join(directory, "bert_config.json")
+    config = _read_config(config_path)
+    _check_vocabulary_file(directory, config)
+    return config, config_path
+
+
 def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=None):
     """Builds a `BertBackbone` from a Hugging Face BERT folder (or fills one).
 
@@ -667,11 +680,7 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=Non
     >>> load_hugging_face_checkpoint("/tmp/bert").num_layers  # doctest: +SKIP
     2
     """
-    config_path = os.path.join(directory, "config.json")
-    if not os.path.exists(config_path) and os.path.exists(os.path.join(directory, "bert_config.json")):
-        config_path = os.path.join(directory, "bert_config.json")
-    config = _read_config(config_path)
-    _check_vocabulary_file(directory, config)
+    config, config_path = _hugging_face_config(directory)
     backbone = _checked_backbone(config, backbone, config_path)
     pretrainer = pretrainer_cls(backbone) if pretrainer_cls is not None else None
     tensors, path = _read_hugging_face_tensors(directory)
@@ -685,3 +694,142 @@ def load_hugging_face_checkpoint(directory, pretrainer_cls=None, *, backbone=Non
     assign_google_weights(weights, backbone, pretrainer, source=f"checkpoint {path}",
                           problems=tensor_mismatches(config, weights))
     return pretrainer if pretrainer is not None else backbone
+
+
+def _hugging_face_labels(config, path):
+    """`(num_labels, names)`: the config's label count and its `id2label` names in id order
+    (None where it has only transformers' placeholders `LABEL_0`, `LABEL_1`, ... or none)."""
+    id2label = config.get("id2label")
+    num_labels = config.get("num_labels")
+    if id2label is None:  # `save_pretrained` leaves transformers' default (2 labels) out
+        num_labels = 2 if num_labels is None else num_labels
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels <= 0:
+            raise ValueError(f"The config {path} has num_labels={num_labels!r}: it must be a positive int.")
+        return num_labels, None
+    try:
+        ids = {int(key): value for key, value in id2label.items()}
+    except (AttributeError, TypeError, ValueError):
+        ids = None
+    if (ids is None or sorted(ids) != list(range(len(ids)))
+            or not all(isinstance(name, str) for name in ids.values()) or len(set(ids.values())) != len(ids)):
+        raise ValueError(f"The config {path} has id2label={id2label!r}: it must map each id 0, 1, ... to "
+                         "a label name of its own.")
+    names = [ids[i] for i in range(len(ids))]
+    if num_labels is not None and num_labels != len(names):
+        raise ValueError(f"The config {path} has num_labels={num_labels!r} but {len(names)} names in id2label.")
+    if names == [f"LABEL_{i}" for i in range(len(names))]:
+        return len(names), None
+    return len(names), names
+
+
+def load_hugging_face_token_classifier(directory, *, tag_names=None, preprocessor=None, crf=False):
+    """Builds a `BertTokenClassifier` from a Hugging Face `BertForTokenClassification` folder.
+
+    The backbone is read as `load_hugging_face_checkpoint` reads it, and the
+    head `classifier.weight` `(num_labels, H)` / `classifier.bias` into the
+    tagger's `output_dense`. transformers' model scores every piece; the
+    tagger scores each word at its first piece (`word_positions`), so its
+    logits are transformers' at those positions (BERT's tagging recipe, which
+    `BertForTokenClassification` fine-tunes with too). The tagger's dropout is
+    the config's `classifier_dropout`, else `hidden_dropout_prob`, as
+    transformers' head. `BertForTokenClassification` has no pooler: the
+    backbone keeps its initial pooler weights, which the tagger does not read.
+
+    Args:
+        directory: the folder written by `save_pretrained` (`config.json`
+            and `model.safetensors`, or `pytorch_model.bin` with torch;
+            sharded too).
+        tag_names: optional list of tag names, one per label in id order.
+            None: the config's `id2label` in id order, unless it holds only
+            transformers' placeholders (`LABEL_0`, `LABEL_1`, ...): then the
+            tagger has no tag names (and takes no `preprocessor`).
+        preprocessor: optional `tfnlp.data.BertPreprocessor` (e.g. on
+            `data.WordPieceTokenizer` of the folder's `vocab.txt`), so that
+            the tagger takes words and text; it needs tag names.
+        crf: bool, a CRF over the word logits (`BertTokenClassifier`'s
+            `crf`); transformers' model has none, so its transitions start
+            at zero (decoding is then the best tag of each word, within the
+            IOB2 constraints when the tag names are IOB2's): fine-tune it.
+
+    Returns:
+        A `BertTokenClassifier` holding the checkpoint's weights.
+
+    Raises:
+        ValueError: as `load_hugging_face_checkpoint` for the config and the
+            backbone's tensors; when `tag_names` does not have one name per
+            label (`num_labels`), or is not a list of distinct names;
+            `id2label` is not one name per id 0, 1, ...; the checkpoint has no
+            `classifier.weight` / `classifier.bias` (a `BertModel`, a
+            `BertForPreTraining`) or its config's `architectures` is another
+            model's (a `BertForSequenceClassification` has a `classifier`
+            too, on the pooled output); the head's shapes do not fit
+            `num_labels` and `hidden_size`; a `preprocessor` is given without
+            tag names; or `num_labels` is below 2.
+
+    Example:
+
+    >>> import transformers  # doctest: +SKIP
+    >>> transformers.BertForTokenClassification(transformers.BertConfig(
+    ...     num_hidden_layers=2, hidden_size=128, num_attention_heads=2, intermediate_size=512,
+    ...     id2label={0: "O", 1: "B-PER", 2: "I-PER"})).save_pretrained("/tmp/bert-ner")  # doctest: +SKIP
+    >>> load_hugging_face_token_classifier("/tmp/bert-ner").tag_names  # doctest: +SKIP
+    ['O', 'B-PER', 'I-PER']
+    """
+    config, config_path = _hugging_face_config(directory)
+    num_labels, names = _hugging_face_labels(config, config_path)
+    if tag_names is not None:
+        _, tag_names = tagger_size(None, tag_names)
+        if len(tag_names) != num_labels:
+            raise ValueError(
+                f"`tag_names` has {len(tag_names)} names but the checkpoint has `num_labels`={num_labels} "
+                f"({config_path}): give one name per label, in id order."
+            )
+    else:
+        tag_names = names
+    if preprocessor is not None and tag_names is None:
+        raise ValueError(
+            f"The config {config_path} does not name its labels (no `id2label`, or transformers' "
+            "placeholders LABEL_0, LABEL_1, ...): pass `tag_names`, one per label in id order, to give "
+            "the tagger a `preprocessor`."
+        )
+    tensors, path = _read_hugging_face_tensors(directory)
+    kernel, bias = tensors.pop("classifier.weight", None), tensors.pop("classifier.bias", None)
+    architectures = config.get("architectures") or []
+    said = f" (its config says architectures={architectures!r})" if architectures else ""
+    if kernel is None or bias is None:
+        raise ValueError(
+            f"The checkpoint {path} has no token-classification head (`classifier.weight` and "
+            f"`classifier.bias`){said}: it is not a {_TOKEN_CLASSIFIER}. Load its backbone with "
+            "`load_hugging_face_checkpoint` and build a `BertTokenClassifier` on it to fine-tune."
+        )
+    if architectures and _TOKEN_CLASSIFIER not in architectures:
+        raise ValueError(
+            f"The config {config_path} says architectures={architectures!r}, not {_TOKEN_CLASSIFIER}: "
+            "its `classifier` is another model's head (a BertForSequenceClassification's reads the "
+            "pooled [CLS] vector, not each piece). Load its backbone with `load_hugging_face_checkpoint`."
+        )
+    hidden = config["hidden_size"]
+    if np.shape(kernel) != (num_labels, hidden) or np.shape(bias) != (num_labels,):
+        raise ValueError(
+            f"The checkpoint {path}'s classifier.weight {np.shape(kernel)} and classifier.bias "
+            f"{np.shape(bias)} do not fit the config's `num_labels`={num_labels} and "
+            f"`hidden_size`={hidden}: expected (num_labels, hidden_size) and (num_labels,)."
+        )
+    dropout = config.get("classifier_dropout")
+    dropout = config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout
+    backbone = _checked_backbone(config, None, config_path)
+    tagger = BertTokenClassifier(backbone, num_tags=num_labels, tag_names=tag_names, dropout=dropout,
+                                 preprocessor=preprocessor, crf=crf)
+    weights = {}
+    for name, value in tensors.items():
+        google, transpose = _google_name(name)
+        if google is not None:
+            weights[google] = value.T if transpose else value
+    # BertForTokenClassification is built with `add_pooling_layer=False`.
+    weights.setdefault("bert/pooler/dense/kernel", backbone.pooler.kernel.numpy())
+    weights.setdefault("bert/pooler/dense/bias", backbone.pooler.bias.numpy())
+    assign_google_weights(weights, backbone, source=f"checkpoint {path}",
+                          problems=tensor_mismatches(config, weights))
+    tagger.output_dense.kernel.assign(np.transpose(kernel).astype("float32"))  # (H, num_labels)
+    tagger.output_dense.bias.assign(np.asarray(bias, "float32"))
+    return tagger
