@@ -170,3 +170,29 @@ def static_index(name, index):
     return value
 
 
+
+
+def count_and_names(count, names, count_name, names_name, what, minimum=1):
+    """`(count, names)` checked and made consistent: either may be given, or both.
+
+    How a task model takes its output classes (`num_classes`, `labels`) or
+    tags (`num_tags`, `tag_names`): `names` (`what` names, one per id, each
+    once) gives the count; a count alone leaves `names` None.
+    """
+    if names is not None:
+        if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+            raise ValueError(f"`{names_name}` must be a list of {what} names, got {names!r}.")
+        names = [str(name) for name in names]
+        if len(set(names)) != len(names):
+            repeated = sorted({name for name in names if names.count(name) > 1})
+            raise ValueError(f"`{names_name}` must name each {what} once, got {repeated} more than once.")
+        if count is None:
+            count = len(names)
+    if count is None:
+        raise ValueError(f"`{count_name}` is required (or give `{names_name}`, the {what} names).")
+    count = positive_int(count_name, count)
+    if count < minimum:
+        raise ValueError(f"`{count_name}` must be at least {minimum}, got {count}.")
+    if names is not None and len(names) != count:
+        raise ValueError(f"`{names_name}` has {len(names)} names for `{count_name}`={count}.")
+    return count, names

@@ -26,23 +26,7 @@ _LOG = logging.getLogger(__name__)
 
 def tagger_size(num_tags, tag_names):
     """`(num_tags, tag_names)` checked and made consistent: either may be given, or both."""
-    if tag_names is not None:
-        if isinstance(tag_names, (str, bytes)) or not hasattr(tag_names, "__iter__"):
-            raise ValueError(f"`tag_names` must be a list of tag names, got {tag_names!r}.")
-        tag_names = [str(name) for name in tag_names]
-        if len(set(tag_names)) != len(tag_names):
-            repeated = sorted({name for name in tag_names if tag_names.count(name) > 1})
-            raise ValueError(f"`tag_names` must name each tag once, got {repeated} more than once.")
-        if num_tags is None:
-            num_tags = len(tag_names)
-    if num_tags is None:
-        raise ValueError("`num_tags` is required (or give `tag_names`).")
-    num_tags = _checks.positive_int("num_tags", num_tags)
-    if num_tags < 2:
-        raise ValueError(f"`num_tags` must be at least 2, got {num_tags}.")
-    if tag_names is not None and len(tag_names) != num_tags:
-        raise ValueError(f"`tag_names` has {len(tag_names)} names for `num_tags`={num_tags}.")
-    return num_tags, tag_names
+    return _checks.count_and_names(num_tags, tag_names, "num_tags", "tag_names", "tag", minimum=2)
 
 
 def _iob2_transitions(tag_names):

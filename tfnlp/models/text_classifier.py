@@ -18,21 +18,7 @@ _IN_MEMORY_IDS = TextClassifierPreprocessor.max_in_memory_ids
 
 def classifier_size(num_classes, labels):
     """`(num_classes, labels)` checked and made consistent: either may be given, or both."""
-    if labels is not None:
-        if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
-            raise ValueError(f"`labels` must be a list of class names, got {labels!r}.")
-        labels = [str(label) for label in labels]
-        if len(set(labels)) != len(labels):
-            repeated = sorted({label for label in labels if labels.count(label) > 1})
-            raise ValueError(f"`labels` must name each class once, got {repeated} more than once.")
-        if num_classes is None:
-            num_classes = len(labels)
-    if num_classes is None:
-        raise ValueError("`num_classes` is required (or give `labels`, the class names).")
-    num_classes = _checks.positive_int("num_classes", num_classes)
-    if labels is not None and len(labels) != num_classes:
-        raise ValueError(f"`labels` has {len(labels)} names for `num_classes`={num_classes}.")
-    return num_classes, labels
+    return _checks.count_and_names(num_classes, labels, "num_classes", "labels", "class")
 
 
 def checked_preprocessor(preprocessor, vocabulary_size, max_sequence_length=None):
