@@ -90,6 +90,16 @@ def test_conllu_unknown_tags_invalid_utf8_and_bad_arguments(tmp_path):
     not_gzip = _write(tmp_path / "c.conllu.gz", "plain")
     with pytest.raises(ValueError, match=r"c\.conllu\.gz: cannot be decompressed as gzip"):
         read_conllu(not_gzip)
+    packed = bytearray(gzip.compress(("\n".join([_conllu_line(1, "a", "X")] * 50)).encode()))
+    packed[12:16] = b"\xff\xff\xff\xff"  # a corrupt deflate stream (zlib.error, not OSError)
+    with pytest.raises(ValueError, match=r"d\.conllu\.gz: cannot be decompressed as gzip"):
+        read_conllu(_write(tmp_path / "d.conllu.gz", bytes(packed)))
+    # "_" is a value in FEATS (no features): read, not refused as an unspecified tag.
+    features = _write(tmp_path / "f.conllu", "1\ta\ta\tNOUN\t_\tNumber=Sing\t0\troot\t_\t_\n"
+                                            "2\tof\tof\tADP\t_\t_\t1\tcase\t_\t_\n")
+    assert read_conllu(features, tag_column="feats").tags == [["Number=Sing", "_"]]
+    with pytest.raises(ValueError, match=r"line 1: the XPOS field is '_' \(unspecified\)"):
+        read_conllu(features, tag_column="xpos")
     with pytest.raises(FileNotFoundError):
         read_conllu(tmp_path / "missing.conllu")
     for tag_column, error, message in [

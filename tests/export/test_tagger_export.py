@@ -24,6 +24,7 @@ TEXTS = [
     "zero\u200bwidth\u0000control Ada",
     "Ada " * 30,  # more words than the sequence length holds
     "x" * 1_000_000,
+    "Ada " * 20_000 + "x" * 1_000_000,  # many words in a long text: each word costs its own length
 ]
 
 
@@ -69,8 +70,9 @@ def test_raw_text_gives_the_models_tags_with_words_and_entities_at_their_offsets
         assert words == [text[s:e] for s, e in zip(starts, ends, strict=True)], row
         tags = [t.decode() or None for t in _rows(outputs, "tags", row)[:count]]
         assert tags == expected_tags[row], row
-        assert all(t in (b"", -1, 0.0) for name in ("tags", "tag_ids", "scores")
-                   for t in _rows(outputs, name, row)[count:])
+        for name, padding in (("words", b""), ("word_starts", -1), ("word_ends", -1), ("tags", b""),
+                              ("tag_ids", -1), ("scores", 0.0)):
+            assert _rows(outputs, name, row)[count:] == [padding] * (outputs[name].shape[1] - count), name
         tagged = [t for t in tags if t is not None]
         spans = entity_spans(tagged)
         assert int(outputs["num_entities"][row]) == len(spans)
@@ -82,8 +84,16 @@ def test_raw_text_gives_the_models_tags_with_words_and_entities_at_their_offsets
             assert (_rows(outputs, "entity_starts", row)[k], _rows(outputs, "entity_ends", row)[k]) == (start, stop)
             assert _rows(outputs, "entity_texts", row)[k].decode() == text[start:stop]
     assert expected_tags[6][-1] is None  # words past the length: untagged, in no entity
-    scores = outputs["scores"].numpy()
-    assert ((scores > 0) & (scores <= 1)).sum() == sum(t is not None for s in expected_tags for t in s)
+    # Tag ids name the tags; scores are the softmax probability of each word's tag.
+    ids, tags = outputs["tag_ids"].numpy(), outputs["tags"].numpy()
+    assert (tags == np.where(ids >= 0, np.array([t.encode() for t in TAGS], object)[ids], b"")).all()
+    logits = tagger.predict([t if isinstance(t, str) else t.decode("utf-8", "replace") for t in TEXTS[:4]],
+                            verbose=0)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    for row in range(4):
+        count = int((ids[row] >= 0).sum())
+        np.testing.assert_allclose(outputs["scores"].numpy()[row, :count],
+                                   probabilities[row, np.arange(count), ids[row, :count]], rtol=1e-5)
 
 
 def test_pre_split_words_give_the_models_tags(tagger, served):

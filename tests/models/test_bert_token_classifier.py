@@ -151,6 +151,24 @@ def test_words_ragged_texts_and_datasets_give_the_same_predictions():
     labelled = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), tf.ragged.constant(tags)))
     in_memory = tagger.evaluate(words, tags, verbose=0)
     np.testing.assert_allclose(tagger.evaluate(labelled.ragged_batch(5), verbose=0), in_memory, rtol=1e-5)
+    np.testing.assert_allclose(tagger.evaluate(labelled, batch_size=2, verbose=0),
+                               tagger.evaluate(words, tags, batch_size=2, verbose=0), rtol=1e-5)
+    # Raw texts are BERT's words: the same as those words given as lists.
+    texts = ["Ada wrote n't", "猫猫 in Paris!", "1,000 cats"]
+    bert_words = [["Ada", "wrote", "n", "'", "t"], ["猫", "猫", "in", "Paris", "!"], ["1", ",", "000", "cats"]]
+    np.testing.assert_allclose(tagger.predict(texts, verbose=0), tagger.predict(bert_words, verbose=0), atol=1e-6)
+    texts_dataset = tf.data.Dataset.from_tensor_slices(texts)  # single texts (scalars)
+    np.testing.assert_allclose(tagger.predict(texts_dataset, verbose=0), tagger.predict(texts, verbose=0), atol=1e-6)
+    # Batched texts with their tags: read as texts by the tags' rank.
+    text_tags = tf.ragged.constant([["O"] * len(s) for s in bert_words])
+    batched_texts = tf.data.Dataset.from_tensor_slices((texts, text_tags)).batch(3)
+    np.testing.assert_allclose(tagger.evaluate(batched_texts, verbose=0),
+                               tagger.evaluate(bert_words, [["O"] * len(s) for s in bert_words], verbose=0),
+                               rtol=1e-5)
+    # Alone, a batch of texts and one sentence's words look the same: refused, not guessed.
+    with pytest.raises(ValueError, match="is ambiguous for BertTokenClassifier"):
+        tagger.predict(tf.data.Dataset.from_tensor_slices(texts).batch(3), verbose=0)
+    assert tagger.predict_tags([]) == []
 
 
 def test_fit_learns_and_predict_tags_gives_one_tag_per_word(caplog):
@@ -249,6 +267,35 @@ def test_crf_tagger_learns_and_pos_tags_get_no_constraints():
     assert loss < before / 4 and accuracy > 0.95
     backbone = BertBackbone(len(VOCAB), num_layers=1, num_heads=2, hidden_dim=16)
     assert BertTokenClassifier(backbone, tag_names=["NOUN", "VERB"], crf=True).crf.allowed_transitions is None
+    # IOB1 (CoNLL-2003's tags: entities start with I-X, B-X only between two of a type): no
+    # constraints, which would make an I-X without its B-X unreachable.
+    iob1 = BertTokenClassifier(backbone, tag_names=["O", "I-PER", "B-LOC", "I-LOC"], crf=True)
+    assert iob1.crf.allowed_transitions is None
+
+
+def test_crf_tagger_trains_on_two_replicas_as_in_one_process(mirrored_strategy):
+    from tests import families
+    from tfnlp import training
+
+    def train(strategy):
+        keras.utils.set_random_seed(7)
+        with strategy.scope():
+            backbone = BertBackbone(families.VOCABULARY, num_layers=1, num_heads=2, hidden_dim=16,
+                                    dropout=0.0, max_sequence_length=families.LENGTH)
+            model = BertTokenClassifier(backbone, num_tags=3, dropout=0.0, crf=True)
+            model.compile()
+        losses = training.fit(model, families.batches("bert_tagger"), steps=3, verbose=0)["loss"]
+        return np.array(losses), [w.numpy() for w in model.weights]
+
+    losses, weights = train(tf.distribute.get_strategy())
+    mirrored_losses, mirrored_weights = train(mirrored_strategy)
+    np.testing.assert_allclose(mirrored_losses, losses, rtol=1e-5, atol=1e-5)
+    for a, b in zip(mirrored_weights, weights, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert np.isfinite(losses).all() and losses[-1] != losses[0]
+    # A replica given no sentence (a last batch smaller than the replicas) adds 0, not NaN.
+    empty = tf.zeros((0, 4, len(TAGS)))
+    assert float(_tagger(crf=True)._crf_loss(tf.zeros((0, 4), tf.int32), empty, None)) == 0.0
 
 
 def test_crf_tagger_reads_tags_that_break_iob2_as_seqeval_does():

@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import os
 import re
+import zlib
 
 import numpy as np
 
@@ -222,7 +223,7 @@ def read_conllu(path, tag_column="upos", tag_names=None):
                     "expected (IDs count 1, 2, ... in each sentence; is a blank line missing "
                     "between two sentences?).")
             tag = None if column is None else fields[column]
-            if tag == "_":
+            if tag == "_" and column in (3, 4):  # elsewhere (FEATS, MISC, ...) "_" is a value
                 raise ValueError(
                     f"{path}, line {line_number}: the {column_name} field is '_' (unspecified); "
                     f"this file has no {column_name} tags to learn: choose another `tag_column`.")
@@ -427,7 +428,7 @@ def _read_file(path):
     if path.endswith(".gz"):
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise ValueError(f"{path}: cannot be decompressed as gzip ({e}).") from None
     return decode_utf8(path, data)
 

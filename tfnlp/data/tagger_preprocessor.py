@@ -239,7 +239,17 @@ class TaggerPreprocessor(TaskPreprocessor):
         return tf.ragged.constant(ids, dtype=tf.int32, ragged_rank=1) if ids else None
 
     def dataset_element(self, spec, mode):
-        """Sentences: words `(W,)` (or a text `()`), optionally with tags `(W,)`; or ragged batches."""
+        """Where a dataset element holds its sentences (see below), as a `TextElement`; None if
+        it holds none.
+
+        Sentences come as one sentence's words (a ragged `(W,)` slice of a
+        ragged batch, as `TaggedData.as_dataset()` gives) or a ragged batch
+        `(B, None)` of them, or as raw texts: one text (a scalar), or a batch
+        `(B,)`; each optionally with its tags. A dense `(N,)` string vector
+        is one sentence's words when its tags are a vector too, a batch of
+        texts when they are a ragged batch; alone (in `predict`) it could be
+        either, and is refused.
+        """
         labelled = isinstance(spec, tuple) and len(spec) == 2
         features = spec[0] if labelled else spec
         if isinstance(features, tf.RaggedTensorSpec) and features.dtype == tf.string:
@@ -250,6 +260,15 @@ class TaggerPreprocessor(TaskPreprocessor):
             if features.shape.rank not in (0, 1):
                 raise ValueError(self._element_error(spec))
             batched = False
+            if features.shape.rank == 1:
+                if not labelled:
+                    raise ValueError(
+                        f"A dataset of string vectors {spec} is ambiguous for {self.task_name}: each "
+                        "could be one sentence's words or a batch of texts. Give sentences of words "
+                        "as ragged batches (`dataset.ragged_batch(32)`) and texts unbatched "
+                        "(scalars).")
+                tags = spec[1]
+                batched = tags.shape.rank == 2  # ragged (B, None) tags: a batch of texts
         else:
             return None  # model inputs (or something Keras will name)
         if mode != "predict" and not labelled:
@@ -270,8 +289,9 @@ class TaggerPreprocessor(TaskPreprocessor):
 
     def _element_error(self, spec):
         return (f"A dataset for {self.task_name} must hold sentences: `(words, tags)` with words "
-                "a `(W,)` tf.string vector (or a ragged `(B, None)` batch) and tags `(W,)`; in "
-                f"`predict`, words alone or raw texts (scalars). Got {spec}.")
+                "a `(W,)` tf.string vector (or a ragged `(B, None)` batch) and tags `(W,)` (or "
+                "`(B, None)`); in `predict`, ragged batches of words or raw texts. Got "
+                f"{spec}.")
 
     def get_config(self):
         config = super().get_config()

@@ -120,14 +120,14 @@ class TaggerServingModule(ServingModule):
     def _serve_text(self, text):
         found = self.words.words_of(text)
         ids, scores = self._tagged(found["token_ids"])
-        # The text as Python decodes it ("replace"): code-point offsets index it exactly.
-        decoded = _valid_utf8(text)
         starts, ends = found["char_starts"], found["char_ends"]
-        words = tf.strings.substr(
-            tf.gather(decoded, starts.value_rowids()), starts.flat_values,
-            ends.flat_values - starts.flat_values, unit="UTF8_CHAR")
+        byte_starts = found["byte_starts"].to_tensor(0)
+        byte_ends = found["byte_ends"].to_tensor(0)
         outputs = {
-            "words": starts.with_flat_values(words).to_tensor(""),
+            # Cut by bytes (each word is whole characters): a word costs its own length,
+            # not the text's. Invalid UTF-8 inside a span becomes U+FFFD, as Python's
+            # "replace" decoding makes it, which the code-point offsets count.
+            "words": _spans(text, byte_starts, byte_ends),
             "word_starts": starts.to_tensor(-1),
             "word_ends": ends.to_tensor(-1),
             **self._common_outputs(ids, scores, tf.cast(starts.row_lengths(), tf.int32)),
@@ -136,14 +136,17 @@ class TaggerServingModule(ServingModule):
             chunks, present, entities = self._entities(ids)
             first = tf.maximum(chunks["starts"], 0)
             last = tf.maximum(chunks["ends"] - 1, 0)
-            word_starts, word_ends = outputs["word_starts"], outputs["word_ends"]
-            entity_starts = tf.where(present, tf.gather(word_starts, first, batch_dims=1), -1)
-            entity_ends = tf.where(present, tf.gather(word_ends, last, batch_dims=1), -1)
-            rows = tf.broadcast_to(decoded[:, None], tf.shape(entity_starts))
-            texts = tf.strings.substr(rows, tf.maximum(entity_starts, 0),
-                                      tf.maximum(entity_ends - entity_starts, 0), unit="UTF8_CHAR")
-            outputs.update(entities, entity_texts=tf.where(present, texts, ""),
-                           entity_starts=entity_starts, entity_ends=entity_ends)
+
+            def at(values, words, padding):
+                return tf.where(present, tf.gather(values, words, batch_dims=1), padding)
+
+            outputs.update(
+                entities,
+                entity_texts=tf.where(present, _spans(text, at(byte_starts, first, 0),
+                                                      at(byte_ends, last, 0)), ""),
+                entity_starts=at(outputs["word_starts"], first, -1),
+                entity_ends=at(outputs["word_ends"], last, -1),
+            )
         return outputs
 
     def _serve_words(self, words):
@@ -163,6 +166,13 @@ class TaggerServingModule(ServingModule):
             texts = _valid_utf8(texts)  # a word given as invalid UTF-8, as Python decodes it
             outputs.update(entities, entity_texts=tf.where(present, texts, ""))
         return outputs
+
+
+def _spans(text, byte_starts, byte_ends):
+    """The spans `[start, end)` (bytes, `(B, N)`) of each of the `(B,)` texts, as valid UTF-8."""
+    # `substr` broadcasts the `(B, 1)` texts itself, without copying them per span.
+    return _valid_utf8(tf.strings.substr(text[:, None], byte_starts,
+                                         tf.maximum(byte_ends - byte_starts, 0), unit="BYTE"))
 
 
 def _valid_utf8(texts):

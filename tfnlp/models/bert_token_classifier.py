@@ -18,6 +18,7 @@ from tfnlp.models.bert_backbone import BertBackbone, bert_kernel_initializer
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.models.task import Task
 from tfnlp.models.text_classifier import checked_preprocessor
+from tfnlp.training.distribute import global_sum
 from tfnlp.training.losses import TaggingCrossEntropy
 from tfnlp.training.optimizers import bert_adamw
 
@@ -30,9 +31,12 @@ def tagger_size(num_tags, tag_names):
 
 
 def _iob2_transitions(tag_names):
-    """`bio_transitions(tag_names)` when every tag name is IOB2's (`O`, `B-X`, `I-X`), else None."""
+    """`bio_transitions(tag_names)` when every tag name is IOB2's (`O`, `B-X`, `I-X`) and every
+    `I-X` has its `B-X`, else None (IOB1 files, say, whose entities may start with `I-X`)."""
     if tag_names is None or not all(
             name == "O" or (name[:2] in ("B-", "I-") and len(name) > 2) for name in tag_names):
+        return None
+    if _iob2_repair(tag_names) is None:
         return None
     return bio_transitions(tag_names)
 
@@ -90,12 +94,14 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
     log-likelihood of each sentence's tags (the model computes its own loss:
     `compile()` takes no `loss`), and tags are its Viterbi path over the
     sentence's words (`predict_tags`; `evaluate`'s accuracy is of that
-    path). When every tag name is `O`, `B-X` or `I-X` (IOB2), transitions
-    IOB2 forbids (`O` -> `I-X`, `B-X` -> `I-Y`, a sentence starting with
-    `I-X`) are excluded from the path and the likelihood
-    (`tfnlp.layers.bio_transitions`); a training tag that breaks IOB2 is
-    read as seqeval and conlleval read it, an `I-X` that starts an entity
-    being its `B-X`, so that its sentence still has a finite likelihood.
+    path). When every tag name is `O`, `B-X` or `I-X` and every `I-X` has
+    its `B-X` (IOB2), transitions IOB2 forbids (`O` -> `I-X`, `B-X` ->
+    `I-Y`, a sentence starting with `I-X`) are excluded from the path and
+    the likelihood (`tfnlp.layers.bio_transitions`); a training tag that
+    breaks IOB2 is read as seqeval and conlleval read it, an `I-X` that
+    starts an entity being its `B-X`, so that its sentence still has a
+    finite likelihood. Tag names with an `I-X` but no `B-X` (IOB1 files,
+    whose entities start with `I-X`) get no constraints.
 
     Args:
         backbone: a `BertBackbone` (pretrained or not).
@@ -188,15 +194,15 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
 
     def _crf_loss(self, y, y_pred, sample_weight):
         # The negative log-likelihood of each sentence's tags (its words: tag >= 0), summed
-        # over the batch's sentences (weighted) / the batch size, and per replica as Keras'
-        # "sum_over_batch_size" losses are (so replicas add up to the global batch).
+        # over the batch's sentences (weighted) / the number of sentences of the global batch
+        # (every replica's), so that the replicas' losses add up to the one-process loss
+        # however the sentences fall between them; an empty batch gives 0.
         y = tf.cast(y, tf.int32)
         tags = self._iob2_repaired(tf.maximum(y, 0))
         nll = -self.crf.log_likelihood(y_pred, tags, padding_mask=y >= 0)
         if sample_weight is not None:
             nll *= tf.reshape(tf.cast(sample_weight, nll.dtype), [-1])
-        replicas = tf.distribute.get_strategy().num_replicas_in_sync
-        return tf.reduce_sum(nll) / tf.cast(tf.shape(nll)[0] * replicas, nll.dtype)
+        return tf.math.divide_no_nan(tf.reduce_sum(nll), global_sum(tf.cast(tf.shape(nll)[0], nll.dtype)))
 
     def _iob2_repaired(self, tags):
         """`tags` `(B, W)` with each `I-X` that IOB2 forbids where it is (first, after `O` or
@@ -243,6 +249,8 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
         if preprocessor is None:
             raise ValueError(f"This {type(self).__name__} has no `preprocessor` and `tag_names`: "
                              "`predict_tags` reads words.")
+        if isinstance(x, (list, tuple)) and not x:
+            return []
         words = preprocessor.texts(x)
         if words is None or isinstance(x, tf.data.Dataset):
             raise ValueError("`predict_tags` takes sentences (lists of words) or raw texts in memory.")
