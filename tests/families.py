@@ -462,6 +462,7 @@ register(Family(
     padded=_tagging_padded,
     loss_on_padding=0.0,
     no_targets={"words": _no_words_tagged},
+    cli=("finetune", "tagging"),
 ))
 register(Family(
     "transformer_classifier",

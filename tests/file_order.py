@@ -19,6 +19,7 @@ LONGEST_FILES = (
     # The last session: tests/ but the folders of the first two.
     "tests/examples/test_bert_examples.py",  # 223
     "tests/test_cli.py",  # 144
+    "tests/test_cli_tagging.py",  # 60
     "tests/examples/test_seq2seq_examples.py",  # 97
     "tests/test_own_data.py",  # 87
     "tests/test_docs.py",  # 85

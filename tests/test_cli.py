@@ -231,7 +231,7 @@ def test_a_new_task_is_one_registered_class_and_no_command_changes(toy_task, tmp
         tasks.register_task("toy")(toy_task)
     with pytest.raises(SystemExit):
         cli.main(["finetune", "--help"])
-    assert "{classification,toy}" in capsys.readouterr().out
+    assert "{classification,tagging,toy}" in capsys.readouterr().out
     # Each command lists the tasks that have it: Toy has no evaluate.
     assert "invalid choice: 'toy'" in _error(capsys, ["evaluate", "--task", "toy", "--run", "r"])
     for task in (["--task", "toy"], ["--task=toy"], ["--tas", "toy"]):  # argparse's abbreviation too
@@ -252,7 +252,7 @@ def test_a_new_task_is_one_registered_class_and_no_command_changes(toy_task, tmp
 def test_the_registry_holds_the_built_in_tasks():
     from tfnlp.cli import tasks
 
-    assert tasks.names() == ["classification"]  # and no test's task left behind
+    assert tasks.names() == ["classification", "tagging"]  # and no test's task left behind
 
 
 def test_every_help_answers_without_importing_tensorflow():

@@ -9,7 +9,7 @@ resolved settings and what `export`, `evaluate` and `predict` read back.
 import json
 import os
 
-from tfnlp.cli._loading import data, datasets, keras, training
+from tfnlp.cli._loading import data, datasets, keras, models, tf, training
 from tfnlp.cli._settings import BUNDLED_CORPORA, TABLE_EXTENSIONS, CommandError
 
 
@@ -105,6 +105,63 @@ def tokenizer(vocabulary, config=None):
     key existed, tfnlp's tokenizer folded compatibility characters: "nfkc")."""
     normalization = "bert" if config is None else config.get("normalization", "nfkc")
     return data.WordPieceTokenizer(vocabulary, normalization=normalization)
+
+
+def pretrained_bert(directory):
+    """`(vocabulary, tokenizer, longest)` of a `tfnlp pretrain bert` run: its WordPiece
+    vocabulary and tokenizer, and its position table's length (its pretraining `sequence_length`)."""
+    config = read_run(directory, ("bert",))
+    vocabulary = read_lines(os.path.join(directory, config["vocabulary"]))
+    return vocabulary, tokenizer(vocabulary, config), config["settings"]["sequence_length"]
+
+
+def pretrained_bert_backbone(directory, dtype):
+    """The `BertBackbone` of a `tfnlp pretrain bert` run, in the dtype policy `dtype` (under the
+    strategy's scope).
+
+    The .keras file keeps the dtype policy it was pretrained with; `--dtype`
+    applies to the fine-tuned model, so the backbone is rebuilt in it and
+    given the pretrained weights.
+    """
+    pretrainer = keras.saving.load_model(os.path.join(directory, "model.keras"), safe_mode=True,
+                                         compile=False)
+    backbone = models.BertBackbone.from_config(dict(pretrainer.backbone.get_config(), dtype=dtype))
+    backbone.set_weights(pretrainer.backbone.get_weights())
+    return backbone
+
+
+def fine_tuning_vocabulary(settings, paths, texts):
+    """The WordPiece vocabulary of a model fine-tuned from scratch: the `vocabulary` file, the
+    run's own `vocab.txt` when it resumes from a checkpoint, or one learned from `texts`."""
+    learned = os.path.join(settings["output"], "vocab.txt")
+    if settings["vocabulary"]:
+        return read_lines(settings["vocabulary"])
+    if os.path.exists(learned) and tf.train.latest_checkpoint(paths["checkpoints"]):
+        return read_lines(learned)  # a resumed run: the checkpoint's own vocabulary
+    return data.learn_wordpiece_vocabulary(texts, settings["vocabulary_size"], progress=False)
+
+
+def fine_tuning_learning_rate(hidden_dim):
+    """The fine-tuning learning rate of a BERT encoder `hidden_dim` wide, for `--learning-rate 0`.
+
+    BERT-base and larger fine-tune at 2e-5 to 5e-5 (Devlin et al.); the small
+    BERTs (Turc et al.) and a Transformer from scratch need far more in the few
+    thousand steps of a typical fine-tuning run (`tests/test_own_data.py`
+    trains BERT-tiny: 1e-4 had not left chance level after 3 epochs there,
+    1e-3 reached the top).
+    """
+    return 1e-3 if hidden_dim <= 256 else 3e-4 if hidden_dim <= 512 else 5e-5
+
+
+def load_fine_tuned(directory, kind):
+    """The model of a `tfnlp finetune` run of `kind` (it carries its preprocessor), and its config."""
+    config = read_run(directory, (kind,))
+    model = keras.saving.load_model(os.path.join(directory, "model.keras"), safe_mode=True,
+                                    compile=False)
+    if getattr(model, "preprocessor", None) is None:
+        fail(f"`run` {directory!r} was fine-tuned by an older tfnlp (its model has no "
+             "preprocessor); fine-tune it again.")
+    return model, config
 
 
 def attention_images(backbone, tokenizer, settings, paths, probe):

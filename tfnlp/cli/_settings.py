@@ -237,6 +237,18 @@ def check_training(settings):
             )
 
 
+def check_pretrained_length(settings):
+    """`sequence_length` within the position table of the `pretrained` run (its pretraining length)."""
+    with open(os.path.join(settings["pretrained"], "config.json"), encoding="utf-8") as f:
+        pretrained = json.load(f).get("settings", {})
+    longest = pretrained.get("sequence_length")
+    if isinstance(longest, int) and settings["sequence_length"] > longest:
+        raise ConfigError(
+            f"`sequence_length` ({settings['sequence_length']}) exceeds the pretrained model's "
+            f"position table ({longest}, its pretraining `sequence_length`)."
+        )
+
+
 def check_wordpiece_file(path):
     """A `vocabulary` file with BERT's special tokens."""
     with open(path, encoding="utf-8", errors="replace") as f:

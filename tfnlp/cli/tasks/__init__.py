@@ -22,7 +22,7 @@ by the `kind` of the run it exports.
 import importlib
 
 DEFAULT = "classification"
-BUILT_IN = ("classification",)  # modules of this folder; each registers its task
+BUILT_IN = ("classification", "tagging")  # modules of this folder; each registers its task
 TASKS = {}  # name -> Task subclass
 
 

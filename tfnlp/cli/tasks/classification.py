@@ -13,8 +13,13 @@ import os
 import numpy as np
 
 from tfnlp.cli import _runs
-from tfnlp.cli._loading import data, datasets, export_lib, keras, metrics, models, tf, training
-from tfnlp.cli._settings import TABLE_EXTENSIONS, ConfigError, check_wordpiece_file
+from tfnlp.cli._loading import data, datasets, export_lib, metrics, models, training
+from tfnlp.cli._settings import (
+    TABLE_EXTENSIONS,
+    ConfigError,
+    check_pretrained_length,
+    check_wordpiece_file,
+)
 from tfnlp.cli.tasks import Task, register_task
 
 LABELLED_FILE = "a TSV or CSV file with a header row, or a JSONL file (one object per line)"
@@ -126,16 +131,8 @@ def _check_finetune(settings):
             and settings["train"] != "fine_food_reviews"):  # that one has a validation split
         raise ConfigError("`validation_fraction` must be positive when no --validation file is given.")
     settings["bucket_boundaries"] = _bucket_boundaries(settings["bucket_boundaries"])
-    if settings["model"] != "bert":
-        return
-    with open(os.path.join(settings["pretrained"], "config.json"), encoding="utf-8") as f:
-        pretrained = json.load(f).get("settings", {})
-    longest = pretrained.get("sequence_length")
-    if isinstance(longest, int) and settings["sequence_length"] > longest:
-        raise ConfigError(
-            f"`sequence_length` ({settings['sequence_length']}) exceeds the pretrained model's "
-            f"position table ({longest}, its pretraining `sequence_length`)."
-        )
+    if settings["model"] == "bert":
+        check_pretrained_length(settings)
 
 
 def _bucket_boundaries(text):
@@ -226,20 +223,10 @@ def _finetune(settings):
     strategy, paths = _runs.setup(settings)
     bert = settings["model"] == "bert"
     if bert:
-        pretrained = _runs.read_run(settings["pretrained"], ("bert",))
-        vocabulary = _runs.read_lines(os.path.join(settings["pretrained"], pretrained["vocabulary"]))
-        longest = pretrained["settings"]["sequence_length"]
-        tokenizer = _runs.tokenizer(vocabulary, pretrained)
+        vocabulary, tokenizer, longest = _runs.pretrained_bert(settings["pretrained"])
     else:
-        learned = os.path.join(settings["output"], "vocab.txt")
-        if settings["vocabulary"]:
-            vocabulary = _runs.read_lines(settings["vocabulary"])
-        elif os.path.exists(learned) and tf.train.latest_checkpoint(paths["checkpoints"]):
-            vocabulary = _runs.read_lines(learned)  # a resumed run: the checkpoint's own vocabulary
-        else:
-            vocabulary = data.learn_wordpiece_vocabulary(
-                train.texts + (train.text_pairs or []), settings["vocabulary_size"], progress=False
-            )
+        vocabulary = _runs.fine_tuning_vocabulary(settings, paths,
+                                                  train.texts + (train.text_pairs or []))
         longest = 512
         tokenizer = data.WordPieceTokenizer(vocabulary)
     length, buckets = _lengths(settings, tokenizer, train, longest)
@@ -260,15 +247,7 @@ def _finetune(settings):
     )
     with strategy.scope():
         if bert:
-            pretrainer = keras.saving.load_model(
-                os.path.join(settings["pretrained"], "model.keras"), safe_mode=True, compile=False
-            )
-            # The .keras file keeps the dtype policy it was pretrained with;
-            # `--dtype` applies to the fine-tuned model, so the backbone is
-            # rebuilt in it and given the pretrained weights.
-            config = dict(pretrainer.backbone.get_config(), dtype=settings["dtype"])
-            backbone = models.BertBackbone.from_config(config)
-            backbone.set_weights(pretrainer.backbone.get_weights())
+            backbone = _runs.pretrained_bert_backbone(settings["pretrained"], settings["dtype"])
             model = models.BertClassifier(backbone, preprocessor=preprocessor, labels=train.label_names)
         else:
             model = models.TransformerClassifier(preprocessor=preprocessor, labels=train.label_names,
@@ -318,18 +297,11 @@ def _finetune(settings):
 
 
 def _default_learning_rate(model):
-    """The fine-tuning learning rate for `--learning-rate 0`: smaller for wider models.
-
-    BERT-base and larger fine-tune at 2e-5 to 5e-5 (Devlin et al.); the small
-    BERTs (Turc et al.) and a Transformer from scratch need far more in the few
-    thousand steps of a typical fine-tuning run (`tests/test_own_data.py`
-    trains BERT-tiny: 1e-4 had not left chance level after 3 epochs there,
-    1e-3 reached the top).
-    """
+    """The fine-tuning learning rate for `--learning-rate 0`: smaller for wider models
+    (`_runs.fine_tuning_learning_rate`); 1e-3 for a Transformer from scratch."""
     if isinstance(model, models.TransformerClassifier):
         return 1e-3
-    hidden = model.backbone.hidden_dim
-    return 1e-3 if hidden <= 256 else 3e-4 if hidden <= 512 else 5e-5
+    return _runs.fine_tuning_learning_rate(model.backbone.hidden_dim)
 
 
 def _majority(train, test):
@@ -347,13 +319,7 @@ def _report_on(model, examples, batch_size):
 
 def _classifier(directory):
     """The fine-tuned classifier of a `tfnlp finetune` output directory, and its config."""
-    config = _runs.read_run(directory, (Classification.kind,))
-    model = keras.saving.load_model(os.path.join(directory, "model.keras"), safe_mode=True,
-                                    compile=False)
-    if getattr(model, "preprocessor", None) is None:
-        _runs.fail(f"`run` {directory!r} was fine-tuned by an older tfnlp (its model has no "
-                   "preprocessor); fine-tune it again.")
-    return model, config
+    return _runs.load_fine_tuned(directory, Classification.kind)
 
 
 def _columns(settings, config):
