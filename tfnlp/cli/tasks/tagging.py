@@ -45,7 +45,9 @@ NOT_YET = {
             "(--pretrained RUN from `tfnlp pretrain bert`, or from scratch)",
 }
 ARCHITECTURES = BERT_OPTIONS["architecture"][3]  # those `tfnlp pretrain bert` offers
-SEQUENCE_PERCENTILE = 99  # `sequence_length 0`: a word past the length gets no tag
+# `sequence_length 0`: the longest training sentence, as a word past the length gets no tag
+# (at most the encoder's positions).
+SEQUENCE_PERCENTILE = 100
 
 TAGGED_FILE = ("a CoNLL-U file (.conllu) or a token-per-line CoNLL/IOB2 file (.iob2, .conll, .txt, "
                ".tsv: a word per line, a blank line between sentences)")
@@ -77,14 +79,15 @@ FINETUNE = {
     "crf": (bool, False, "decode with a linear-chain CRF over the word logits (its likelihood is "
             "the loss; IOB2 transitions constrained)", None),
     "sequence_length": (int, 0, "WordPiece tokens per sentence, [CLS] and [SEP] included; the "
-                        "words past it get no tag (0: the 99th percentile of the training "
-                        "sentences' lengths, printed)", None),
+                        "words past it get no tag (0: the longest training sentence, rounded up "
+                        "to a multiple of 8; the lengths are printed)", None),
     "epochs": (int, 5, "passes over the training sentences", None),
     "steps": (int, 0, "optimizer steps in all (0: epochs x batches per epoch)", None),
     "learning_rate": (float, 0.0, "peak learning rate, linear warm-up and decay (0: by model "
                       "width: 1e-3 up to 256 (BERT-tiny, -mini), 3e-4 up to 512, 5e-5 wider)", None),
-    "patience": (int, 2, "epochs without a better validation accuracy before training stops; "
-                 "the best epoch's weights are kept (0: never stop early)", None),
+    "patience": (int, 2, "epochs without a better validation score (token accuracy; the loss for "
+                 "entity tags, whose accuracy 'O' alone makes high) before training stops; the "
+                 "best epoch's weights are kept (0: never stop early)", None),
     "validation_fraction": (float, 0.1, "share of the training sentences held out for validation "
                             "when no --validation file is given (0: no validation, the last "
                             "epoch's weights are kept)", None),
@@ -265,7 +268,7 @@ def _subset(tagged, indices):
 
 
 def _length(settings, tokenizer, train, longest):
-    """`sequence_length`: as set, or the 99th percentile of the training sentences' lengths."""
+    """`sequence_length`: as set, or the longest training sentence's length (rounded up)."""
     suggested = data.suggest_sequence_length(
         tokenizer, [" ".join(words) for words in train.words], percentile=SEQUENCE_PERCENTILE,
         max_length=longest)
@@ -324,8 +327,11 @@ def _finetune(settings):
         _runs.write_lines(os.path.join(settings["output"], "vocab.txt"), vocabulary)
     callbacks = []
     if validation is not None:
+        # Entity tags: most words are "O", so a tagger of "O" alone has a high accuracy that
+        # a better one may not beat for epochs; the loss follows the entities.
+        monitor, mode = ("loss", "min") if data.is_entity_tag_set(train.tag_names) else ("accuracy", "max")
         callbacks.append(training.ValidationEvaluation(
-            _batches(words, validation, batch_size), per_epoch, monitor="accuracy", mode="max",
+            _batches(words, validation, batch_size), per_epoch, monitor=monitor, mode=mode,
             patience=settings["patience"] or None, directory=os.path.join(settings["output"], "best"),
             restore_best=True, log_dir=paths["logs"],
         ))
