@@ -149,8 +149,8 @@ class TaggerServingModule(ServingModule):
             )
         return outputs
 
-    def _serve_words(self, words):
-        words = tf.RaggedTensor.from_tensor(words, padding="")
+    def _serve_words(self, padded):
+        words = tf.RaggedTensor.from_tensor(padded, padding="")
         ids, scores = self._tagged(self.words.word_pieces(words))
         outputs = self._common_outputs(ids, scores, tf.cast(words.row_lengths(), tf.int32))
         if self.has_entities:
@@ -160,7 +160,7 @@ class TaggerServingModule(ServingModule):
             spans = tf.ragged.range(tf.reshape(tf.maximum(chunks["starts"], 0), [-1]),
                                     tf.reshape(tf.maximum(chunks["ends"], 0), [-1]))  # (B * E, None)
             rows = tf.gather(tf.repeat(tf.range(shape[0]), shape[1]), spans.value_rowids())
-            entity_words = tf.gather_nd(words.to_tensor(""), tf.stack([rows, spans.flat_values], -1))
+            entity_words = tf.gather_nd(padded, tf.stack([rows, spans.flat_values], -1))
             texts = tf.reshape(tf.strings.reduce_join(spans.with_flat_values(entity_words), axis=1,
                                                       separator=" "), shape)
             texts = _valid_utf8(texts)  # a word given as invalid UTF-8, as Python decodes it

@@ -30,31 +30,18 @@ def tagger_size(num_tags, tag_names):
     return _checks.count_and_names(num_tags, tag_names, "num_tags", "tag_names", "tag", minimum=2)
 
 
-def _iob2_transitions(tag_names):
-    """`bio_transitions(tag_names)` when every tag name is IOB2's (`O`, `B-X`, `I-X`) and every
-    `I-X` has its `B-X`, else None (IOB1 files, say, whose entities may start with `I-X`)."""
+def _iob2_begins(tag_names):
+    """`begins[t]`, the id of `B-X` for tag `t` = `I-X` (else `t`) when every tag name is IOB2's
+    (`O`, `B-X`, `I-X`) and every `I-X` has its `B-X`; else None (no IOB2 constraints: IOB1
+    files, say, whose entities may start with `I-X`)."""
     if tag_names is None or not all(
             name == "O" or (name[:2] in ("B-", "I-") and len(name) > 2) for name in tag_names):
         return None
-    if _iob2_repair(tag_names) is None:
+    begins = [tag_names.index("B-" + name[2:]) if name.startswith("I-") and "B-" + name[2:] in tag_names
+              else i for i, name in enumerate(tag_names)]
+    if any(name.startswith("I-") and begins[i] == i for i, name in enumerate(tag_names)):
         return None
-    return bio_transitions(tag_names)
-
-
-def _iob2_repair(tag_names):
-    """`(allowed, start, begin)` NumPy tables to repair IOB2 tags, or None where some `I-X`
-    has no `B-X` to become: `bio_transitions`' `[from, to]` and start tables, and
-    `begin[t]`, the id of `B-X` for `t` = `I-X` (else `t`)."""
-    allowed = bio_transitions(tag_names)
-    begin = []
-    for i, name in enumerate(tag_names):
-        if name.startswith("I-"):
-            if "B-" + name[2:] not in tag_names:
-                return None
-            begin.append(tag_names.index("B-" + name[2:]))
-        else:
-            begin.append(i)
-    return (np.array(allowed["transitions"]), np.array(allowed["start"]), np.array(begin, np.int32))
+    return begins
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
@@ -156,8 +143,11 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
         logits = self.output_dense(self.output_dropout(words))
         self.crf = None
         if crf:  # used by the loss and the decoding, not by the output (the logits)
-            self.crf = CRF(num_tags, allowed_transitions=_iob2_transitions(tag_names), name="crf")
+            begins = _iob2_begins(tag_names)
+            self.crf = CRF(num_tags, allowed_transitions=None if begins is None else bio_transitions(tag_names),
+                           name="crf")
             self.crf.build((None, None, num_tags))
+            self._iob2_begins = begins
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_tags = num_tags
         self.tag_names = tag_names
@@ -207,10 +197,11 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
     def _iob2_repaired(self, tags):
         """`tags` `(B, W)` with each `I-X` that IOB2 forbids where it is (first, after `O` or
         after another type) replaced by `B-X`: the entity seqeval reads there."""
-        repair = _iob2_repair(self.tag_names) if self.crf.allowed_transitions else None
-        if repair is None:
+        if self._iob2_begins is None:
             return tags
-        allowed, start, begin = (tf.constant(v) for v in repair)
+        allowed = tf.constant(self.crf.allowed_transitions["transitions"])
+        start = tf.constant(self.crf.allowed_transitions["start"])
+        begin = tf.constant(self._iob2_begins, tf.int32)
         before = tf.concat([tf.fill([tf.shape(tags)[0], 1], -1), tags[:, :-1]], axis=1)
         forbidden = tf.where(before < 0, tf.gather(~start, tags),
                              ~tf.gather_nd(allowed, tf.stack([tf.maximum(before, 0), tags], -1)))
@@ -255,19 +246,19 @@ class BertTokenClassifier(CallsBackboneLayers, Task):
         if words is None or isinstance(x, tf.data.Dataset):
             raise ValueError("`predict_tags` takes sentences (lists of words) or raw texts in memory.")
         preprocessor.check("predict")
-        if isinstance(words, tf.RaggedTensor):
-            counts = words.row_lengths().numpy()
-        else:
-            counts = preprocessor.words_of(words)["token_ids"].row_lengths().numpy()
         batch_size = checked_batch_size(batch_size)
-        ids, positions = [], []
-        for start in range(0, len(counts), max(batch_size, preprocessor.chunk_size)):
-            inputs, _, _ = preprocessor(words[start:start + max(batch_size, preprocessor.chunk_size)])
-            arrays = {name: np.asarray(value) for name, value in inputs.items()}
+        chunk = max(batch_size, preprocessor.chunk_size)
+        counts, ids, positions = [], [], []
+        for start in range(0, int(words.shape[0]), chunk):
+            pieces = preprocessor.word_pieces(words[start:start + chunk])  # tokenized once
+            counts.append(pieces.row_lengths().numpy())
+            arrays = {name: np.asarray(value) for name, value in preprocessor.packed(pieces).items()}
             logits = keras.Model.predict(self, arrays, batch_size=batch_size, verbose=verbose)
             ids.append(self._best_tags(logits, arrays["word_positions"] > 0))
             positions.append(arrays["word_positions"])
-        ids, positions = np.concatenate(ids), np.concatenate(positions)
+        if not counts:  # no sentence
+            return []
+        counts, ids, positions = (np.concatenate(c) for c in (counts, ids, positions))
         tags = []
         for count, row, row_positions in zip(counts, ids, positions, strict=True):
             tagged = int(np.sum(row_positions > 0))
