@@ -349,6 +349,11 @@ def _transformer_classifier(dropout, dtype):
                                         dropout=dropout, dtype=dtype)
 
 
+def _transformer_tagger(dropout, dtype):
+    return models.TransformerTokenClassifier(VOCABULARY, 3, num_layers=1, num_heads=2, hidden_dim=16,
+                                             dropout=dropout, dtype=dtype)
+
+
 def _seq2seq(dropout, dtype):
     return models.TransformerSeq2Seq(VOCABULARY, num_encoder_layers=1, num_decoder_layers=1,
                                      hidden_dim=16, num_heads=2, dropout=dropout, dtype=dtype)
@@ -397,6 +402,13 @@ def _export_transformer_classifier(kit, directory):
                                          hidden_dim=16, dtype=kit.dtype)
     return export.export_classifier(model, directory, preprocessor=kit.preprocessor,
                                     labels=["no", "yes"])
+
+
+def _export_transformer_tagger(kit, directory):
+    tagger = models.TransformerTokenClassifier(len(kit.vocabulary), tag_names=["O", "B-PER", "I-PER"],
+                                               num_layers=1, num_heads=2, hidden_dim=16, crf=True,
+                                               dtype=kit.dtype)
+    return export.export_tagger(tagger, directory, preprocessor=kit.preprocessor)
 
 
 def _export_translator(kit, directory):
@@ -473,6 +485,19 @@ register(Family(
                     ("TransformerClassifier",)),),
     loss_on_padding=np.log(3.0),  # mean pooling of nothing: zeros -> uniform logits
     cli=("finetune", "classification"),
+))
+register(Family(
+    "transformer_tagger",
+    _transformer_tagger,
+    _tagging_batch,
+    ("TransformerTokenClassifier",),
+    exports=(Export("transformer_tagger", _export_transformer_tagger,
+                    {"serving_default": ["text"], "tag_words": ["words"]},
+                    ("TransformerTokenClassifier",)),),
+    padded=_tagging_padded,
+    loss_on_padding=0.0,
+    no_targets={"words": _no_words_tagged},
+    cli=("finetune", "tagging"),
 ))
 register(Family(
     "seq2seq",

@@ -82,6 +82,7 @@ def _json_lines(text):
 
 
 def test_conllu_vocab_finetune_evaluate_predict_export_serve(files, capsys):
+    """The whole path with the Transformer tagger from scratch (`--model transformer`)."""
     import numpy as np
     import tensorflow as tf
 
@@ -94,7 +95,7 @@ def test_conllu_vocab_finetune_evaluate_predict_export_serve(files, capsys):
     run = folder / "pos"
     out = _tfnlp_here(capsys, "finetune", "--task", "tagging", "--train", files["train.conllu"],
                       "--test", files["test.conllu"], "--vocabulary", vocabulary, "--epochs", "1",
-                      "--batch-size", "8", "--output", str(run))
+                      "--batch-size", "8", "--model", "transformer", "--output", str(run))
     assert "test token accuracy" in out and "36 training sentences" in out  # 4 held out
     results = json.loads((run / "results.json").read_text())
     assert results["tag_names"] == ["ADJ", "AUX", "DET", "NOUN", "PART", "PUNCT", "VERB"]
@@ -226,9 +227,8 @@ def test_iob2_on_a_pretrained_bert_with_a_crf_entities_and_words_past_the_length
 def test_bad_files_and_settings_are_refused_and_nothing_is_written(files, capsys, tmp_path):
     output = tmp_path / "out"
     base = ["finetune", "--task", "tagging", "--output", str(output)]
-    for model in ("elmo", "transformer"):  # refused before TensorFlow (exit status 2)
-        message = _error(capsys, [*base, "--train", files["train.conllu"], "--model", model])
-        assert f"`model` {model}" in message and "not available for --task tagging yet" in message
+    message = _error(capsys, [*base, "--train", files["train.conllu"], "--model", "elmo"])
+    assert "`model` elmo" in message and "not available for --task tagging yet" in message
     for flags, expected in [
         (["--train", files["train.conllu"], "--tag-column", "upsos"], "not a CoNLL-U column"),
         (["--train", files["train.iob2"], "--tag-column", "upos"], "must be a column index for a CoNLL"),
@@ -236,6 +236,8 @@ def test_bad_files_and_settings_are_refused_and_nothing_is_written(files, capsys
         (["--train", files["corpus.txt"].replace(".txt", ".md")], "is not a file"),
         (["--train", files["train.conllu"], "--sequence-length", "2"], "at least 3"),
         (["--train", files["train.conllu"], "--pretrained", str(tmp_path)], "not a tfnlp output"),
+        (["--train", files["train.conllu"], "--model", "transformer", "--architecture", "bert_mini"],
+         "`architecture` is for --model bert"),
     ]:
         assert expected in _error(capsys, [*base, *flags]), flags
     odd = tmp_path / "train.data"
@@ -267,6 +269,14 @@ def test_bad_files_and_settings_are_refused_and_nothing_is_written(files, capsys
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "line 7: 8 tab-separated fields" in done.stderr
     assert not output.exists()
+
+
+def test_bert_from_scratch_is_the_default_model(files, capsys, tmp_path):
+    run = tmp_path / "bert"
+    _tfnlp_here(capsys, "finetune", "--task", "tagging", "--train", files["train.iob2"], "--steps", "2",
+                "--validation-fraction", "0", "--vocabulary-size", "100", "--output", str(run))
+    tagger = keras.saving.load_model(run / "model.keras", compile=False)
+    assert type(tagger).__name__ == "BertTokenClassifier" and tagger.backbone.hidden_dim == 128
 
 
 def test_help_and_refused_models_answer_without_importing_tensorflow(files, tmp_path):

@@ -187,6 +187,19 @@ def positions_in_range(name, positions, sequence, what):
     return tf.cast(ids_in_range(name, positions, length, what), tf.int32)
 
 
+def position_inputs_in_range(inputs, names):
+    """A checked input dict (`model_inputs`) with its position inputs `names` (into
+    `token_ids`'s axis 1) checked to lie in `[0, T)`; as given in Keras' symbolic pass."""
+    if not isinstance(inputs, dict) or in_symbolic_scope():
+        return inputs  # Keras names what is wrong / its shape-only pass
+    token_ids = inputs.get("token_ids")
+    for name in names:
+        value = inputs.get(name)
+        if tf.is_tensor(token_ids) and tf.is_tensor(value):
+            inputs[name] = positions_in_range(name, value, token_ids, "the length of `token_ids`")
+    return inputs
+
+
 def token_ids_in_range(upper, what, **ids):
     """Checks named Python-int token ids (`end_id=3`, ...) against `[0, upper)`.
 

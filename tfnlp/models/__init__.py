@@ -25,6 +25,7 @@ from tfnlp.models.transformer_seq2seq import (
     TransformerSeq2Seq,
     seq2seq_batch,
 )
+from tfnlp.models.transformer_token_classifier import TransformerTokenClassifier
 from tfnlp.models.unilm import UniLM, unilm_batch
 from tfnlp.models.unilm_backbone import UniLMBackbone
 from tfnlp.models.unilm_checkpoints import load_unilm_checkpoint
@@ -42,6 +43,7 @@ __all__ = [
     "TRANSFORMER_ARCHITECTURES",
     "TransformerClassifier",
     "TransformerSeq2Seq",
+    "TransformerTokenClassifier",
     "UniLM",
     "UniLMBackbone",
     "bilm_tf_options",

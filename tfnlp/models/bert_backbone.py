@@ -3,7 +3,6 @@
 import copy
 
 import keras
-import tensorflow as tf
 
 from tfnlp import _checks
 from tfnlp.layers.activations import gelu_approximate
@@ -203,16 +202,7 @@ class BertBackbone(Backbone):
             inputs = _checks.has_positions(inputs, {
                 "token_ids": "every sequence needs at least its [CLS] token, which the pooled output reads.",
             })
-        if not isinstance(inputs, dict) or _checks.in_symbolic_scope():
-            return inputs  # Keras names what is wrong / its shape-only pass
-        token_ids = inputs.get("token_ids")
-        for name in position_inputs:
-            value = inputs.get(name)
-            if tf.is_tensor(token_ids) and tf.is_tensor(value):
-                inputs[name] = _checks.positions_in_range(
-                    name, value, token_ids, "the length of `token_ids`"
-                )
-        return inputs
+        return _checks.position_inputs_in_range(inputs, position_inputs)
 
     def encode(self, inputs, output_positions=None):
         """The last block's output, at every position or at `output_positions` only.

@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from tfnlp import _checks
 from tfnlp.models.bert_backbone import BertBackbone
-from tfnlp.models.bert_token_classifier import BertTokenClassifier, tagger_size
+from tfnlp.models.bert_token_classifier import BertTokenClassifier
+from tfnlp.models.token_classifier import tagger_size
 
 _LAYER = "bert/encoder/layer_{i}/"
 _TOKEN_CLASSIFIER = "BertForTokenClassification"

@@ -1,15 +1,11 @@
 """A Transformer encoder text classifier trained from scratch."""
 
-import math
-
 import keras
 
 from tfnlp import _checks
-from tfnlp.data.bert_preprocessor import BertPreprocessor
 from tfnlp.layers.dropout import Dropout
-from tfnlp.layers.sinusoidal_position_encoding import SinusoidalPositionEncoding
-from tfnlp.layers.transformer_block import TransformerBlock
 from tfnlp.models._mixins import FromConfig
+from tfnlp.models._transformer_encoder import TransformerEncoder
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.models.text_classifier import TextClassifier, checked_preprocessor, classifier_size
@@ -20,7 +16,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(FromConfig, TextClassifier):
+class TransformerClassifier(TransformerEncoder, FromConfig, TextClassifier):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
@@ -120,54 +116,18 @@ class TransformerClassifier(FromConfig, TextClassifier):
         labels=None,
         **kwargs,
     ):
-        if isinstance(preprocessor, dict):
-            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
-        if vocabulary_size is None and isinstance(preprocessor, BertPreprocessor):
-            vocabulary_size = preprocessor.tokenizer.vocabulary_size()
-        if vocabulary_size is None:
-            raise ValueError("`vocabulary_size` is required (or give a `preprocessor`).")
-        vocabulary_size = _checks.positive_int("vocabulary_size", vocabulary_size)
+        (vocabulary_size, preprocessor, num_layers, num_heads, hidden_dim, intermediate_dim, dropout,
+         num_segments) = self._encoder_arguments(vocabulary_size, preprocessor, num_layers, num_heads,
+                                                 hidden_dim, intermediate_dim, dropout, num_segments)
         num_classes, labels = classifier_size(num_classes, labels)
         preprocessor = checked_preprocessor(preprocessor, vocabulary_size)
-        num_layers = _checks.positive_int("num_layers", num_layers)
-        num_heads = _checks.positive_int("num_heads", num_heads)
-        hidden_dim = _checks.positive_int("hidden_dim", hidden_dim)
-        intermediate_dim = _checks.positive_int(
-            "intermediate_dim", 4 * hidden_dim if intermediate_dim is None else intermediate_dim
-        )
-        dropout = _checks.rate("dropout", dropout)
-        num_segments = _checks.positive_int("num_segments", num_segments)
-        if hidden_dim % num_heads:
-            raise ValueError(
-                f"`hidden_dim` ({hidden_dim}) must be divisible by `num_heads` ({num_heads})."
-            )
         pooling = _checks.one_of("pooling", pooling, POOLINGS)
         activation = _checks.one_of("activation", activation, ACTIVATIONS)
         dtype = kwargs.pop("dtype", None)
 
         # === Layers ===
-        self.token_embedding = keras.layers.Embedding(
-            vocabulary_size, hidden_dim,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=hidden_dim**-0.5),
-            dtype=dtype, name="token_embedding",
-        )
-        self.segment_embedding = keras.layers.Embedding(
-            num_segments, hidden_dim,
-            embeddings_initializer=keras.initializers.TruncatedNormal(stddev=0.02),
-            dtype=dtype, name="segment_embedding",
-        )
-        self.position_encoding = SinusoidalPositionEncoding(dtype=dtype, name="position_encoding")
-        self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
-        self.embeddings_dropout = Dropout(
-            dropout, dtype=dtype, name="embeddings_dropout"
-        )
-        self.transformer_layers = [
-            TransformerBlock(
-                num_heads, intermediate_dim, dropout=dropout, activation="relu", dtype=dtype,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(num_layers)
-        ]
+        self._build_encoder(vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                            dropout, num_segments, dtype)
         # The head runs in float32 whatever the policy.
         self.output_dropout = Dropout(dropout, dtype="float32", name="output_dropout")
         self.output_dense = keras.layers.Dense(
@@ -179,13 +139,7 @@ class TransformerClassifier(FromConfig, TextClassifier):
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
         }
-        tokens = self.token_embedding(inputs["token_ids"]) * math.sqrt(hidden_dim)
-        x = self.embeddings_add(
-            [tokens, self.position_encoding(tokens), self.segment_embedding(inputs["segment_ids"])]
-        )
-        x = self.embeddings_dropout(x)
-        for block in self.transformer_layers:
-            x = block(x, padding_mask=inputs["padding_mask"])  # (B, T, hidden_dim)
+        x = self._encode(inputs)  # (B, T, hidden_dim)
         x = keras.ops.cast(x, "float32")
         if pooling == "mean":
             mask = keras.ops.cast(inputs["padding_mask"], "float32")[:, :, None]  # (B, T, 1)

@@ -2,7 +2,8 @@
 
 `tfnlp finetune --task tagging` trains a `BertTokenClassifier` (with a
 CRF: `--crf`) on a `tfnlp pretrain bert` run (`--pretrained`) or on a BERT
-encoder from scratch (`--architecture`); `evaluate` writes its token
+encoder from scratch (`--architecture`), or a `TransformerTokenClassifier`
+from scratch (`--model transformer`, no pretraining); `evaluate` writes its token
 accuracy and, for IOB2/IOBES tags, the entity precision, recall and F1 per
 type (seqeval's); `predict` one JSON line per sentence (its words, tags and
 entities), from a CoNLL file or raw sentences; `export` a SavedModel that
@@ -38,11 +39,8 @@ EXTENSIONS = {".conllu": "conllu", ".iob2": "conll", ".conll": "conll", ".txt": 
 PREDICT_EXTENSIONS = {**EXTENSIONS, ".txt": "text"}
 # The models of `--model`, and why those not yet built are refused.
 NOT_YET = {
-    "transformer": "a Transformer tagger from scratch is not available for --task tagging yet; "
-                   "train a BERT encoder from scratch instead: --model bert without --pretrained "
-                   "(--architecture sets its size)",
     "elmo": "a TagLM (ELMo) tagger is not available for --task tagging yet; use --model bert "
-            "(--pretrained RUN from `tfnlp pretrain bert`, or from scratch)",
+            "(--pretrained RUN from `tfnlp pretrain bert`, or from scratch) or --model transformer",
 }
 ARCHITECTURES = BERT_OPTIONS["architecture"][3]  # those `tfnlp pretrain bert` offers
 # `sequence_length 0`: the longest training sentence, as a word past the length gets no tag
@@ -67,13 +65,14 @@ FINETUNE = {
     "format": FORMAT,
     **COLUMNS,
     "model": (str, "bert", "bert: a BertTokenClassifier, on a `tfnlp pretrain bert` model "
-              "(--pretrained) or from scratch (--architecture); transformer, elmo: not available "
+              "(--pretrained) or from scratch (--architecture); transformer: a "
+              "TransformerTokenClassifier from scratch (2 layers, 128 wide); elmo: not available "
               "for tagging yet", ("bert", "transformer", "elmo")),
     "pretrained": (str, "", "a `tfnlp pretrain bert` output directory (empty: a BERT encoder "
                    "from scratch)", None),
     "architecture": (str, "", "size of a BERT encoder from scratch (empty: bert_tiny)",
                      ("",) + ARCHITECTURES),
-    "vocabulary": (str, "", "WordPiece vocabulary of a BERT encoder from scratch (`tfnlp vocab`; "
+    "vocabulary": (str, "", "WordPiece vocabulary of an encoder from scratch (`tfnlp vocab`; "
                    "empty: learn one from the training sentences)", None),
     "vocabulary_size": (int, 8000, "size of a learned vocabulary (from scratch)", None),
     "crf": (bool, False, "decode with a linear-chain CRF over the word logits (its likelihood is "
@@ -212,6 +211,11 @@ def _check_finetune(settings, formats):
     if 0 < settings["sequence_length"] < 3:
         raise ConfigError(f"`sequence_length` must be at least 3 ([CLS], a piece, [SEP]), got "
                           f"{settings['sequence_length']}.")
+    if settings["model"] == "transformer":
+        for name in ("pretrained", "architecture"):
+            if settings[name]:
+                raise ConfigError(f"`{name}` is for --model bert; --model transformer trains its "
+                                  "own encoder from scratch.")
     if settings["pretrained"]:
         for name in ("vocabulary", "architecture"):
             if settings[name]:
@@ -301,7 +305,7 @@ def _finetune(settings):
         tokenizer, longest = data.WordPieceTokenizer(vocabulary), 512
     length = _length(settings, tokenizer, train, longest)
     preprocessor = data.BertPreprocessor(tokenizer, length)
-    words = data.TaggerPreprocessor(preprocessor, train.tag_names, task_name="BertTokenClassifier")
+    words = data.TaggerPreprocessor(preprocessor, train.tag_names)
     batch_size = settings["batch_size"]
     per_epoch = max(1, len(train) // batch_size)
     steps = settings["steps"] or settings["epochs"] * per_epoch
@@ -311,15 +315,9 @@ def _finetune(settings):
           f"({steps / per_epoch:.1f} epochs)", flush=True)
     dataset = _batches(words, train, batch_size, seed=settings["seed"])
     with strategy.scope():
-        if pretrained:
-            backbone = _runs.pretrained_bert_backbone(pretrained, settings["dtype"])
-        else:
-            backbone = models.BertBackbone.from_architecture(
-                settings["architecture"] or "bert_tiny", vocabulary_size=len(vocabulary),
-                max_sequence_length=length)
-        model = models.BertTokenClassifier(backbone, tag_names=train.tag_names,
-                                           preprocessor=preprocessor, crf=settings["crf"])
-        learning_rate = settings["learning_rate"] or _runs.fine_tuning_learning_rate(backbone.hidden_dim)
+        model = _tagger(settings, vocabulary, preprocessor, train.tag_names)
+        learning_rate = settings["learning_rate"] or _runs.fine_tuning_learning_rate(
+            model.hidden_dim if settings["model"] == "transformer" else model.backbone.hidden_dim)
         print(f"peak learning rate {learning_rate:g}", flush=True)
         schedule = training.LinearWarmupLinearDecay(learning_rate, max(1, steps // 10), steps)
         model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
@@ -335,8 +333,10 @@ def _finetune(settings):
             patience=settings["patience"] or None, directory=os.path.join(settings["output"], "best"),
             restore_best=True, log_dir=paths["logs"],
         ))
-    callbacks.append(_runs.attention_images(
-        backbone, tokenizer, dict(settings, sequence_length=length), paths, " ".join(train.words[0])))
+    if isinstance(model, models.BertTokenClassifier):
+        callbacks.append(_runs.attention_images(
+            model.backbone, tokenizer, dict(settings, sequence_length=length), paths,
+            " ".join(train.words[0])))
     history = _runs.fit(model, dataset, dict(settings, steps=steps), paths, callbacks)
     results = {
         "tag_names": train.tag_names,
@@ -362,6 +362,22 @@ def _finetune(settings):
               f"{os.path.join(settings['output'], 'results.json')}", flush=True)
     _runs.report(history, paths)
     return 0
+
+
+def _tagger(settings, vocabulary, preprocessor, tag_names):
+    """The tagger of `--model`, under the strategy's scope: BERT (pretrained or not) or a
+    Transformer from scratch."""
+    if settings["model"] == "transformer":
+        return models.TransformerTokenClassifier(preprocessor=preprocessor, tag_names=tag_names,
+                                                 num_segments=1, crf=settings["crf"])
+    if settings["pretrained"]:
+        backbone = _runs.pretrained_bert_backbone(settings["pretrained"], settings["dtype"])
+    else:
+        backbone = models.BertBackbone.from_architecture(
+            settings["architecture"] or "bert_tiny", vocabulary_size=len(vocabulary),
+            max_sequence_length=preprocessor.sequence_length)
+    return models.BertTokenClassifier(backbone, tag_names=tag_names, preprocessor=preprocessor,
+                                      crf=settings["crf"])
 
 
 def _report_on(model, tagged, batch_size):
