@@ -298,6 +298,29 @@ def _no_words_tagged(x, y, weights):
     return x, np.full_like(y, -1), weights
 
 
+def _word_tagging_batch(rng):
+    """Word ids and character ids of `<S>`, 1 to `LENGTH - 2` words and `</S>`, and the words'
+    tags (-1: no word)."""
+    words = np.array(["the", "cat", "sat", "on", "a", "mat", "Emma", ",", "."])
+    mask = _mask(rng)
+    tokens = np.where(mask == 1, words[rng.integers(0, len(words), (BATCH, LENGTH))], "").astype(object)
+    word_ids = rng.integers(4, VOCABULARY, (BATCH, LENGTH)).astype("int32") * mask
+    y = np.full((BATCH, LENGTH - 2), -1, "int32")
+    for row, length in enumerate(mask.sum(1)):
+        tokens[row, 0], tokens[row, length - 1] = "<S>", "</S>"
+        word_ids[row, 0], word_ids[row, length - 1] = 2, 3
+        y[row, :length - 2] = rng.integers(0, 3, length - 2)
+    characters = data.character_ids(tf.constant(tokens.astype(str)), 12).numpy()
+    return {"word_ids": word_ids, "character_ids": characters}, y
+
+
+def _word_tagging_padded(x, y, weights, rows):
+    x["word_ids"][rows] = 0
+    x["character_ids"][rows] = 0
+    y[rows] = -1
+    return x, y, weights
+
+
 def _elmo_padded(x, y, weights, rows):
     x[rows] = 0
     for value in y.values():
@@ -352,6 +375,12 @@ def _transformer_classifier(dropout, dtype):
 def _transformer_tagger(dropout, dtype):
     return models.TransformerTokenClassifier(VOCABULARY, 3, num_layers=1, num_heads=2, hidden_dim=16,
                                              dropout=dropout, dtype=dtype)
+
+
+def _elmo_tagger(dropout, dtype):
+    return models.BiLSTMTokenClassifier(VOCABULARY, 3, elmo=_elmo(0.0, dtype), word_dim=16, character_dim=8,
+                                        filters=((1, 4), (2, 4)), units=16, num_layers=1, dropout=dropout,
+                                        elmo_dropout=dropout, dtype=dtype)
 
 
 def _seq2seq(dropout, dtype):
@@ -409,6 +438,19 @@ def _export_transformer_tagger(kit, directory):
                                                num_layers=1, num_heads=2, hidden_dim=16, crf=True,
                                                dtype=kit.dtype)
     return export.export_tagger(tagger, directory, preprocessor=kit.preprocessor)
+
+
+def _export_elmo_tagger(kit, directory):
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    words = data.WordTaggerPreprocessor(data.build_tagger_vocabulary([kit.vocabulary]), tags, max_words=14,
+                                        max_characters=12)
+    bilm = models.ELMoBiLM(word_vocabulary_size=20, num_layers=1, units=8, projection_dim=4,
+                           filters=((1, 4), (2, 4)), num_highway_layers=1, max_characters=12,
+                           num_sampled=None, dtype=kit.dtype)
+    tagger = models.BiLSTMTokenClassifier(elmo=bilm, preprocessor=words, word_dim=8, character_dim=8,
+                                          filters=((1, 4), (2, 4)), units=8, num_layers=1, crf=True,
+                                          dtype=kit.dtype)
+    return export.export_tagger(tagger, directory)
 
 
 def _export_translator(kit, directory):
@@ -500,6 +542,20 @@ register(Family(
     cli=("finetune", "tagging"),
 ))
 register(Family(
+    "elmo_tagger",
+    _elmo_tagger,
+    _word_tagging_batch,
+    ("BiLSTMTokenClassifier",),
+    exports=(Export("elmo_tagger", _export_elmo_tagger,
+                    {"serving_default": ["text"], "tag_words": ["words"]},
+                    ("BiLSTMTokenClassifier",)),),
+    id_input="word_ids",
+    padded=_word_tagging_padded,
+    loss_on_padding=0.0,
+    no_targets={"words": _no_words_tagged},
+    cli=("finetune", "tagging"),
+))
+register(Family(
     "seq2seq",
     _seq2seq,
     _seq2seq_batch,
@@ -539,5 +595,6 @@ register(Family(
 FAMILIES = names()
 # Public model classes that no family trains, and where they are tested.
 NOT_TRAINED = {
-    "ELMoEmbedder": "the frozen biLM's mix, trained inside a task model: tests/models/test_elmo.py",
+    "ELMoEmbedder": "the frozen biLM's mix, trained inside a task model: the elmo_tagger family's "
+                    "BiLSTMTokenClassifier holds one; tests/models/test_elmo.py",
 }

@@ -228,7 +228,7 @@ def test_bad_files_and_settings_are_refused_and_nothing_is_written(files, capsys
     output = tmp_path / "out"
     base = ["finetune", "--task", "tagging", "--output", str(output)]
     message = _error(capsys, [*base, "--train", files["train.conllu"], "--model", "elmo"])
-    assert "`model` elmo" in message and "not available for --task tagging yet" in message
+    assert "--model elmo needs --pretrained RUN, a `tfnlp pretrain elmo` output directory" in message
     for flags, expected in [
         (["--train", files["train.conllu"], "--tag-column", "upsos"], "not a CoNLL-U column"),
         (["--train", files["train.iob2"], "--tag-column", "upos"], "must be a column index for a CoNLL"),
@@ -238,6 +238,8 @@ def test_bad_files_and_settings_are_refused_and_nothing_is_written(files, capsys
         (["--train", files["train.conllu"], "--pretrained", str(tmp_path)], "not a tfnlp output"),
         (["--train", files["train.conllu"], "--model", "transformer", "--architecture", "bert_mini"],
          "`architecture` is for --model bert"),
+        (["--train", files["train.conllu"], "--model", "bilstm", "--vocabulary", files["corpus.txt"]],
+         "--model bilstm learns its word vocabulary from the training sentences"),
     ]:
         assert expected in _error(capsys, [*base, *flags]), flags
     odd = tmp_path / "train.data"
@@ -271,6 +273,49 @@ def test_bad_files_and_settings_are_refused_and_nothing_is_written(files, capsys
     assert not output.exists()
 
 
+def test_elmo_tagger_on_a_pretrained_bilm_and_its_bilstm_control(files, capsys, tmp_path):
+    """--model elmo on a `tfnlp pretrain elmo` run (untrained here: that command is tested in
+    tests/test_cli.py), with a CRF, then evaluate, predict raw text and export; --model bilstm."""
+    import tensorflow as tf
+
+    from tfnlp import models
+
+    elmo = tmp_path / "elmo"
+    elmo.mkdir()
+    models.ELMoBiLM(word_vocabulary_size=20, num_layers=1, units=8, projection_dim=4,
+                    filters=((1, 4), (2, 4)), num_highway_layers=1, max_characters=20,
+                    num_sampled=None).save(elmo / "model.keras")
+    (elmo / "config.json").write_text(json.dumps({"kind": "elmo", "settings": {"sequence_length": 20}}),
+                                      encoding="utf-8")
+    run = tmp_path / "ner"
+    out = _tfnlp_here(capsys, "finetune", "--task", "tagging", "--train", files["train.iob2"], "--test",
+                      files["test.iob2"], "--tag-column", "2", "--word-column", "1", "--model", "elmo",
+                      "--pretrained", str(elmo), "--crf", "--epochs", "2", "--batch-size", "8",
+                      "--output", str(run))
+    assert "max_words 8 (the longest training sentence: 8 words)" in out and "entity micro-F1" in out
+    tagger = keras.saving.load_model(run / "model.keras", compile=False)
+    assert type(tagger).__name__ == "BiLSTMTokenClassifier" and tagger.elmo is not None
+    assert tagger.elmo.bilm.max_characters == 20 and tagger.crf is not None
+    out = _tfnlp_here(capsys, "evaluate", "--task", "tagging", "--run", str(run), "--data", files["test.iob2"])
+    assert json.loads((run / "evaluation.json").read_text()) == json.loads(
+        (run / "results.json").read_text())["test"]
+    lines = _json_lines(_tfnlp_here(capsys, "predict", "--task", "tagging", "--run", str(run), "--input",
+                                    files["raw.txt"]))
+    assert lines[0]["words"][:2] == ["Ada", "Lovelace"] and lines[0]["tags"] == tagger.predict_tags(
+        ["Ada Lovelace visited Paris with Acme."])[0]
+    _tfnlp_here(capsys, "export", "--run", str(run), "--output", str(tmp_path / "served"))
+    served = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["serving_default"]
+    outputs = served(text=tf.constant(["Ada Lovelace visited Paris with Acme.", ""]))
+    assert outputs["num_words"].numpy().tolist() == [7, 0]
+    assert [t.decode() for t in outputs["tags"][0].numpy()] == lines[0]["tags"]
+
+    control = tmp_path / "bilstm"
+    _tfnlp_here(capsys, "finetune", "--task", "tagging", "--train", files["train.iob2"], "--steps", "2",
+                "--validation-fraction", "0", "--model", "bilstm", "--output", str(control))
+    tagger = keras.saving.load_model(control / "model.keras", compile=False)
+    assert type(tagger).__name__ == "BiLSTMTokenClassifier" and tagger.elmo is None
+
+
 def test_bert_from_scratch_is_the_default_model(files, capsys, tmp_path):
     run = tmp_path / "bert"
     _tfnlp_here(capsys, "finetune", "--task", "tagging", "--train", files["train.iob2"], "--steps", "2",
@@ -286,7 +331,7 @@ def test_help_and_refused_models_answer_without_importing_tensorflow(files, tmp_
     refused = ["--train", files["train.conllu"], "--model", "elmo", "--output", str(tmp_path / "o")]
     for argv, status, shown in ((["finetune", "--task", "tagging", "--help"], 0, "--tag-column"),
                                 (["predict", "--task", "tagging", "--help"], 0, "--word-column"),
-                                (["finetune", "--task", "tagging", *refused], 2, "not available")):
+                                (["finetune", "--task", "tagging", *refused], 2, "needs --pretrained")):
         done = subprocess.run([sys.executable, "-X", "importtime", "-m", "tfnlp.cli", *argv],
                               cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert done.returncode == status and shown in done.stdout + done.stderr, done.stderr[-2000:]

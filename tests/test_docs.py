@@ -94,6 +94,9 @@ TINY = {
         ("ner_train.words, ner_train.tags, batch_size=32, epochs=3",
          "ner_train.words[:32], ner_train.tags[:32], batch_size=16, epochs=1"),
         ("predict_tags(ner_test.words,", "predict_tags(ner_test.words[:32],"),
+        ('ELMoBiLM.from_architecture("elmo_small", 1000, num_sampled=None)',
+         "ELMoBiLM(50, units=16, projection_dim=8, filters=((1, 8), (2, 8)), num_sampled=None)"),
+        ("ner_train.tag_names, max_words=128)", "ner_train.tag_names, max_words=32)"),
         ("ner_test.tags, predicted", "ner_test.tags[:32], predicted"),
     ],
 }
@@ -248,7 +251,7 @@ def test_every_python_block_of_the_readme_and_the_docs_runs(tmp_path, monkeypatc
                if (page, text) not in used]
     assert not missing, f"no longer on the page (update TINY): {missing}"
     assert clients == ["docs/serving.md #1", "docs/serving.md #2"]
-    assert ran == 21
+    assert ran == 22
     # The clients' answers: two reviews, each a label (name and id) and two probabilities.
     assert namespace["reply"].status_code == 200
     predictions = namespace["reply"].json()["predictions"]

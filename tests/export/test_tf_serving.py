@@ -143,7 +143,7 @@ def test_all_fifteen_signatures_serve_in_the_cpp_loader_as_in_python(request, se
         count += check_served_as_in_python(server, path, loaded, signatures, family)
         if not float32:
             server.forget(path)
-    assert count == 17
+    assert count == 19
 
 
 def test_every_export_replays_its_warm_up_requests(loaded):

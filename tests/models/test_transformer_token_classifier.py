@@ -52,20 +52,29 @@ def test_padding_and_extra_length_change_no_word_logit():
     np.testing.assert_allclose(tagger(longer).numpy(), tagger(inputs).numpy(), atol=1e-5)
 
 
+def toy_tagging_task(count=96):
+    """Sentences whose tags need context: `Ada` is `B-PER`, the word after it `I-PER`, else `O`."""
+    rng = np.random.default_rng(0)
+    vocabulary = ["Ada", "wrote", "in", "Paris", "the", "cat"]
+    words = [list(rng.choice(vocabulary, rng.integers(2, 8))) for _ in range(count)]
+    tags = [["B-PER" if w == "Ada" else "I-PER" if i and s[i - 1] == "Ada" else "O" for i, w in enumerate(s)]
+            for s in words]
+    return words, tags
+
+
+def word_accuracy(tagger, words, tags):
+    predicted = tagger.predict_tags(words)
+    return np.mean([p == t for ps, ts in zip(predicted, tags, strict=True) for p, t in zip(ps, ts, strict=True)])
+
+
 @pytest.mark.parametrize("crf", [False, True])
 def test_learns_a_tagging_task_from_words_and_tags_them_back(crf):
     """Each word's tag is a function of the word and its left neighbour: attention must carry it."""
-    rng = np.random.default_rng(0)
-    vocabulary = ["Ada", "wrote", "in", "Paris", "the", "cat"]
-    words = [list(rng.choice(vocabulary, rng.integers(2, 8))) for _ in range(96)]
-    tags = [["B-PER" if w == "Ada" else "I-PER" if i and s[i - 1] == "Ada" else "O" for i, w in enumerate(s)]
-            for s in words]
+    words, tags = toy_tagging_task()
     tagger = _tagger(crf=crf)
     tagger.compile(optimizer=training.bert_adamw(3e-3))
     tagger.fit(words, tags, epochs=25, batch_size=16, verbose=0)
-    predicted = tagger.predict_tags(words[:32])
-    accuracy = np.mean([p == t for ps, ts in zip(predicted, tags[:32], strict=True)
-                        for p, t in zip(ps, ts, strict=True)])
+    accuracy = word_accuracy(tagger, words[:32], tags[:32])
     assert accuracy > 0.95, accuracy
     assert tagger.evaluate(words[:32], tags[:32], return_dict=True, verbose=0)["accuracy"] > 0.95
 

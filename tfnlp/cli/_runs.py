@@ -130,6 +130,16 @@ def pretrained_bert_backbone(directory, dtype):
     return backbone
 
 
+def pretrained_elmo(directory, dtype):
+    """The `ELMoBiLM` of a `tfnlp pretrain elmo` run, in the dtype policy `dtype` (as
+    `pretrained_bert_backbone` rebuilds a BERT)."""
+    read_run(directory, ("elmo",))
+    bilm = keras.saving.load_model(os.path.join(directory, "model.keras"), safe_mode=True, compile=False)
+    rebuilt = models.ELMoBiLM.from_config(dict(bilm.get_config(), dtype=dtype))
+    rebuilt.set_weights(bilm.get_weights())
+    return rebuilt
+
+
 def fine_tuning_vocabulary(settings, paths, texts):
     """The WordPiece vocabulary of a model fine-tuned from scratch: the `vocabulary` file, the
     run's own `vocab.txt` when it resumes from a checkpoint, or one learned from `texts`."""

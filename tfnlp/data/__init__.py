@@ -52,6 +52,7 @@ from tfnlp.data.vocabulary import (
     save_vocabulary,
     unknown_rate,
 )
+from tfnlp.data.word_tagger_preprocessor import WordTaggerPreprocessor, build_tagger_vocabulary
 from tfnlp.data.wordpiece_tokenizer import WordPieceTokenizer
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "SegmentPacker",
     "TaggedData",
     "TaggerPreprocessor",
+    "WordTaggerPreprocessor",
     "Seq2SeqPreprocessor",
     "SPECIAL_TOKENS",
     "TaskPreprocessor",
@@ -69,6 +71,7 @@ __all__ = [
     "UniLMSeq2SeqPreprocessor",
     "WordPieceTokenizer",
     "bert_pretraining_dataset",
+    "build_tagger_vocabulary",
     "build_word_vocabulary",
     "character_ids",
     "classification_dataset",

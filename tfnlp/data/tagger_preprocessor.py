@@ -70,6 +70,10 @@ class WordTagging(TaskPreprocessor):
         """What cuts a sentence, for messages."""
         raise NotImplementedError
 
+    def resources(self):
+        """The TensorFlow objects (lookup tables) its words path reads, for an export to track."""
+        return []
+
     # --- Shared ---
 
     def _words_or_texts(self, x):

@@ -109,6 +109,9 @@ def save(module, export_dir, version, warmup_batch_sizes=WARMUP_BATCH_SIZES, sig
     # policy is part of tf.function's cache key, so saving reuses the trace.
     options = tf.saved_model.SaveOptions()
     root.variables_read = captured_variables(signatures.values(), options)
+    # Lookup tables the signatures read (a word-level tagger's vocabulary): saved with their
+    # initializers, which every loader runs (TF Serving's too).
+    root.resources = list(getattr(module, "resources", ()))
     # TF Serving polls `export_dir`: it must never see a version without its
     # variables or its warm-up file.
     tag = uuid.uuid4().hex[:8]

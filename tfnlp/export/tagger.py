@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from tfnlp.data.entity_chunks import entity_chunks, entity_type_names, is_entity_tag_set
-from tfnlp.data.tagger_preprocessor import IGNORED, TaggerPreprocessor
+from tfnlp.data.tagger_preprocessor import IGNORED, TaggerPreprocessor, WordTagging
 from tfnlp.export._common import WARMUP_BATCH_SIZES, check_preprocessor, preprocessor_for, save
 from tfnlp.export._serving_module import TEXT, WORDS, ServingModule, Signature
 
@@ -45,15 +45,21 @@ class TaggerServingModule(ServingModule):
       entity's words joined by a space (invalid UTF-8 replaced by U+FFFD).
 
     Padding: words `""`, offsets `-1`, tags `""`, tag ids `-1`, scores 0.
-    Words past the preprocessor's `sequence_length` (in pieces, with
-    `[CLS]` and `[SEP]`) get no tag (`""`, `-1`) and are in no entity.
+    Words past the preprocessor's length (a BERT tagger's `sequence_length`
+    in pieces, with `[CLS]` and `[SEP]`; a word-level tagger's `max_words`)
+    get no tag (`""`, `-1`) and are in no entity.
+
+    A word-level tagger (`tfnlp.models.BiLSTMTokenClassifier`, with ELMo or
+    without) splits raw text into the same words, reads each as written in
+    the text, and pads a request to its longest sentence only.
 
     Args:
-        tagger: a Keras model taking `TaggerPreprocessor`'s inputs and
+        tagger: a Keras model taking its preprocessor's inputs and
             returning word logits `(B, W, num_tags)` (e.g.
             `tfnlp.models.BertTokenClassifier`); its `crf` attribute, if any
             (a `tfnlp.layers.CRF`), decodes them.
-        preprocessor: the `BertPreprocessor` it was trained with.
+        preprocessor: the `BertPreprocessor` it was trained with, or a
+            word-level tagger's `tfnlp.data.WordTaggerPreprocessor`.
         tag_names: list of its tag names, one per tag.
     """
 
@@ -64,16 +70,23 @@ class TaggerServingModule(ServingModule):
 
     def __init__(self, tagger, preprocessor, tag_names):
         super().__init__(name="tagger_serving")
-        check_preprocessor(preprocessor, tagger)
         if isinstance(tag_names, (str, bytes)) or not hasattr(tag_names, "__iter__"):
             raise ValueError(f"`tag_names` must be a list of tag names, got {tag_names!r}.")
         tag_names = [str(name) for name in tag_names]
+        if isinstance(preprocessor, WordTagging):  # a word-level tagger's, tag names and all
+            if preprocessor.tag_names != tag_names:
+                raise ValueError(f"`tag_names` {tag_names} differ from the preprocessor's "
+                                 f"{preprocessor.tag_names}.")
+            self.words = preprocessor
+        else:
+            check_preprocessor(preprocessor, tagger)
+            self.words = TaggerPreprocessor(preprocessor, tag_names, task_name="tagger export")
         num_tags = tagger.outputs[0].shape[-1] if getattr(tagger, "outputs", None) else None
         if num_tags is not None and len(tag_names) != num_tags:
             raise ValueError(f"`tag_names` has {len(tag_names)} names for the tagger's {num_tags} tags.")
         self.tagger = tagger
         self.crf = getattr(tagger, "crf", None)
-        self.words = TaggerPreprocessor(preprocessor, tag_names, task_name="tagger export")
+        self.resources = list(self.words.resources())  # tracked: saved with the module
         self.tag_names = tf.constant(tag_names)
         self.tag_name_list = tag_names
         self.has_entities = is_entity_tag_set(tag_names)
@@ -84,8 +97,8 @@ class TaggerServingModule(ServingModule):
         """`(tag ids, scores)` `(B, W)` for the words' pieces `(B, W, P)`; -1 and 0 past the
         words and past the length."""
         inputs = self.words.packed(pieces)
-        logits = tf.cast(self.tagger(inputs, training=False), tf.float32)  # (B, L - 2, K)
-        tagged = inputs["word_positions"] > 0
+        logits = tf.cast(self.tagger(inputs, training=False), tf.float32)  # (B, word slots, K)
+        tagged = self.words.tagged_words(inputs)
         if self.crf is not None:
             ids = tf.cast(self.crf(logits, padding_mask=tagged), tf.int32)
         else:
@@ -119,7 +132,7 @@ class TaggerServingModule(ServingModule):
 
     def _serve_text(self, text):
         found = self.words.words_of(text)
-        ids, scores = self._tagged(found["token_ids"])
+        ids, scores = self._tagged(found["word_pieces"])
         starts, ends = found["char_starts"], found["char_ends"]
         byte_starts = found["byte_starts"].to_tensor(0)
         byte_ends = found["byte_ends"].to_tensor(0)
@@ -194,9 +207,11 @@ def export_tagger(model, export_dir, *, preprocessor=None, tag_names=None, versi
     offsets; `tag_words` takes pre-split words.
 
     Args:
-        model: a tagger (e.g. `tfnlp.models.BertTokenClassifier`).
+        model: a tagger (`tfnlp.models.BertTokenClassifier`,
+            `TransformerTokenClassifier`, `BiLSTMTokenClassifier`).
         export_dir: the model's directory, e.g. `saved_models/ner`.
-        preprocessor: its `BertPreprocessor`; defaults to the tagger's own.
+        preprocessor: its `BertPreprocessor` (or `WordTaggerPreprocessor`);
+            defaults to the tagger's own.
         tag_names: its tag names; defaults to the tagger's `tag_names`.
         version: int, the version subdirectory.
         warmup_batch_sizes: the batch sizes of the TF Serving warm-up
@@ -224,7 +239,7 @@ def export_tagger(model, export_dir, *, preprocessor=None, tag_names=None, versi
     """
     preprocessor = preprocessor_for(model, preprocessor)
     if tag_names is None:
-        tag_names = getattr(model, "tag_names", None)
+        tag_names = getattr(model, "tag_names", None) or getattr(preprocessor, "tag_names", None)
     if tag_names is None:
         raise ValueError("`tag_names` is required for a tagger built without them.")
     module = TaggerServingModule(model, preprocessor, tag_names)

@@ -18,6 +18,7 @@ from tfnlp.models.bilm_tf_weights import (
     options_from_bilm_tf,
     save_bilm_tf_weights,
 )
+from tfnlp.models.bilstm_token_classifier import BiLSTMTokenClassifier
 from tfnlp.models.elmo import ELMO_ARCHITECTURES, ELMoBiLM, ELMoEmbedder, elmo_batch
 from tfnlp.models.transformer_classifier import TransformerClassifier
 from tfnlp.models.transformer_seq2seq import (
@@ -37,6 +38,7 @@ __all__ = [
     "BertClassifier",
     "BertPretrainer",
     "BertTokenClassifier",
+    "BiLSTMTokenClassifier",
     "ELMO_ARCHITECTURES",
     "ELMoBiLM",
     "ELMoEmbedder",

@@ -183,26 +183,21 @@ class TokenClassifier(Task):
         preprocessor.check("predict")
         batch_size = checked_batch_size(batch_size)
         chunk = max(batch_size, preprocessor.chunk_size)
-        counts, ids, tagged = [], [], []
+        tags, words_in_all, untagged_words = [], 0, 0
         for start in range(0, int(words.shape[0]), chunk):
             pieces = preprocessor.word_pieces(words[start:start + chunk])  # tokenized once
-            counts.append(pieces.row_lengths().numpy())
+            counts = pieces.row_lengths().numpy()
             arrays = {name: np.asarray(value) for name, value in preprocessor.packed(pieces).items()}
             logits = keras.Model.predict(self, arrays, batch_size=batch_size, verbose=verbose)
-            mask = np.asarray(preprocessor.tagged_words(arrays))
-            ids.append(self._best_tags(logits, mask))
-            tagged.append(mask)
-        if not counts:  # no sentence
-            return []
-        counts, ids, tagged = (np.concatenate(c) for c in (counts, ids, tagged))
-        tags = []
-        for count, row, row_tagged in zip(counts, ids, tagged, strict=True):
-            kept = int(np.sum(row_tagged))
-            tags.append([self.tag_names[t] for t in row[:kept]] + [untagged] * (int(count) - kept))
-        missing = int(np.sum(counts) - np.sum(tagged))
-        if missing:
-            _LOG.warning("%d of %d words are past %s and have no tag (%r).", missing,
-                         int(np.sum(counts)), preprocessor.length_description(), untagged)
+            tagged = np.asarray(preprocessor.tagged_words(arrays))
+            for count, row, row_tagged in zip(counts, self._best_tags(logits, tagged), tagged, strict=True):
+                kept = int(np.sum(row_tagged))
+                tags.append([self.tag_names[t] for t in row[:kept]] + [untagged] * (int(count) - kept))
+                words_in_all += int(count)
+                untagged_words += int(count) - kept
+        if untagged_words:
+            _LOG.warning("%d of %d words are past %s and have no tag (%r).", untagged_words,
+                         words_in_all, preprocessor.length_description(), untagged)
         return tags
 
     def _best_tags(self, logits, word_mask):

@@ -2,8 +2,11 @@
 
 `tfnlp finetune --task tagging` trains a `BertTokenClassifier` (with a
 CRF: `--crf`) on a `tfnlp pretrain bert` run (`--pretrained`) or on a BERT
-encoder from scratch (`--architecture`), or a `TransformerTokenClassifier`
-from scratch (`--model transformer`, no pretraining); `evaluate` writes its token
+encoder from scratch (`--architecture`), a `TransformerTokenClassifier`
+from scratch (`--model transformer`, no pretraining), or a
+`BiLSTMTokenClassifier` over words and characters with a `tfnlp pretrain
+elmo` run's biLM (`--model elmo --pretrained RUN`, TagLM) or without it
+(`--model bilstm`, its control); `evaluate` writes its token
 accuracy and, for IOB2/IOBES tags, the entity precision, recall and F1 per
 type (seqeval's); `predict` one JSON line per sentence (its words, tags and
 entities), from a CoNLL file or raw sentences; `export` a SavedModel that
@@ -38,9 +41,15 @@ EXTENSIONS = {".conllu": "conllu", ".iob2": "conll", ".conll": "conll", ".txt": 
 # `predict` reads a `.txt` file as raw sentences, one per line (`--format conll`: tokens).
 PREDICT_EXTENSIONS = {**EXTENSIONS, ".txt": "text"}
 # The models of `--model`, and why those not yet built are refused.
-NOT_YET = {
-    "elmo": "a TagLM (ELMo) tagger is not available for --task tagging yet; use --model bert "
-            "(--pretrained RUN from `tfnlp pretrain bert`, or from scratch) or --model transformer",
+# The models of `--model` that read words and characters, not WordPieces.
+WORD_MODELS = ("elmo", "bilstm")
+# Settings that only --model bert reads, and why the others do without.
+_OWN_WORDS = "learns its word vocabulary from the training sentences"
+NOT_FOR = {
+    "transformer": {"pretrained": "trains from scratch", "architecture": "has its own size"},
+    "bilstm": {"pretrained": "trains from scratch (--model elmo reads a pretrained biLM)",
+               "architecture": "has its own size", "vocabulary": _OWN_WORDS},
+    "elmo": {"architecture": "has its own size", "vocabulary": _OWN_WORDS},
 }
 ARCHITECTURES = BERT_OPTIONS["architecture"][3]  # those `tfnlp pretrain bert` offers
 # `sequence_length 0`: the longest training sentence, as a word past the length gets no tag
@@ -66,10 +75,13 @@ FINETUNE = {
     **COLUMNS,
     "model": (str, "bert", "bert: a BertTokenClassifier, on a `tfnlp pretrain bert` model "
               "(--pretrained) or from scratch (--architecture); transformer: a "
-              "TransformerTokenClassifier from scratch (2 layers, 128 wide); elmo: not available "
-              "for tagging yet", ("bert", "transformer", "elmo")),
-    "pretrained": (str, "", "a `tfnlp pretrain bert` output directory (empty: a BERT encoder "
-                   "from scratch)", None),
+              "TransformerTokenClassifier from scratch (2 layers, 128 wide); elmo: a "
+              "BiLSTMTokenClassifier (TagLM: word and character vectors, 2 BiLSTMs of 128) with the "
+              "frozen biLM of a `tfnlp pretrain elmo` run (--pretrained); bilstm: the same without "
+              "ELMo", ("bert", "transformer", "elmo", "bilstm")),
+    "pretrained": (str, "", "a `tfnlp pretrain bert` output directory (--model bert; empty: a "
+                   "BERT encoder from scratch) or a `tfnlp pretrain elmo` one (--model elmo, "
+                   "required)", None),
     "architecture": (str, "", "size of a BERT encoder from scratch (empty: bert_tiny)",
                      ("",) + ARCHITECTURES),
     "vocabulary": (str, "", "WordPiece vocabulary of an encoder from scratch (`tfnlp vocab`; "
@@ -77,9 +89,10 @@ FINETUNE = {
     "vocabulary_size": (int, 8000, "size of a learned vocabulary (from scratch)", None),
     "crf": (bool, False, "decode with a linear-chain CRF over the word logits (its likelihood is "
             "the loss; IOB2 transitions constrained)", None),
-    "sequence_length": (int, 0, "WordPiece tokens per sentence, [CLS] and [SEP] included; the "
-                        "words past it get no tag (0: the longest training sentence, rounded up "
-                        "to a multiple of 8; the lengths are printed)", None),
+    "sequence_length": (int, 0, "WordPiece tokens per sentence, [CLS] and [SEP] included (words "
+                        "for --model elmo and bilstm); the words past it get no tag (0: the "
+                        "longest training sentence, rounded up to a multiple of 8; the lengths "
+                        "are printed)", None),
     "epochs": (int, 5, "passes over the training sentences", None),
     "steps": (int, 0, "optimizer steps in all (0: epochs x batches per epoch)", None),
     "learning_rate": (float, 0.0, "peak learning rate, linear warm-up and decay (0: by model "
@@ -127,8 +140,6 @@ class Tagging(Task):
     may_be_zero = ("steps", "sequence_length", "learning_rate", "patience")
 
     def check(self, command, settings):
-        if command == "finetune" and settings["model"] in NOT_YET:
-            raise ConfigError(f"`model` {settings['model']}: {NOT_YET[settings['model']]}.")
         formats = {}
         for name in ("train", "validation", "test", "data", "input"):
             path = settings.get(name)
@@ -211,11 +222,15 @@ def _check_finetune(settings, formats):
     if 0 < settings["sequence_length"] < 3:
         raise ConfigError(f"`sequence_length` must be at least 3 ([CLS], a piece, [SEP]), got "
                           f"{settings['sequence_length']}.")
-    if settings["model"] == "transformer":
-        for name in ("pretrained", "architecture"):
-            if settings[name]:
-                raise ConfigError(f"`{name}` is for --model bert; --model transformer trains its "
-                                  "own encoder from scratch.")
+    model = settings["model"]
+    if model == "elmo" and not settings["pretrained"]:
+        raise ConfigError("--model elmo needs --pretrained RUN, a `tfnlp pretrain elmo` output "
+                          "directory (its biLM); --model bilstm is the same tagger without ELMo.")
+    for name, why in NOT_FOR.get(model, {}).items():
+        if settings[name]:
+            raise ConfigError(f"`{name}` is for --model bert; --model {model} {why}.")
+    if model in WORD_MODELS:
+        return
     if settings["pretrained"]:
         for name in ("vocabulary", "architecture"):
             if settings[name]:
@@ -297,15 +312,28 @@ def _finetune(settings):
     train, validation, test = _finetune_data(settings)  # bad files fail before anything starts
     strategy, paths = _runs.setup(settings)
     pretrained = settings["pretrained"]
-    if pretrained:
-        vocabulary, tokenizer, longest = _runs.pretrained_bert(pretrained)
+    bilm = None
+    if settings["model"] in WORD_MODELS:
+        if pretrained:
+            bilm = _runs.pretrained_elmo(pretrained, settings["dtype"])
+        vocabulary = data.build_tagger_vocabulary(train.words)
+        length = settings["sequence_length"] or -(-max(len(w) for w in train.words) // 8) * 8
+        print(f"max_words {length} (the longest training sentence: "
+              f"{max(len(w) for w in train.words)} words); {len(vocabulary)} words in the vocabulary",
+              flush=True)
+        preprocessor = words = data.WordTaggerPreprocessor(
+            vocabulary, train.tag_names, max_words=length,
+            max_characters=bilm.max_characters if bilm is not None else 50)
     else:
-        vocabulary = _runs.fine_tuning_vocabulary(settings, paths,
-                                                  [" ".join(words) for words in train.words])
-        tokenizer, longest = data.WordPieceTokenizer(vocabulary), 512
-    length = _length(settings, tokenizer, train, longest)
-    preprocessor = data.BertPreprocessor(tokenizer, length)
-    words = data.TaggerPreprocessor(preprocessor, train.tag_names)
+        if pretrained:
+            vocabulary, tokenizer, longest = _runs.pretrained_bert(pretrained)
+        else:
+            vocabulary = _runs.fine_tuning_vocabulary(settings, paths,
+                                                      [" ".join(words) for words in train.words])
+            tokenizer, longest = data.WordPieceTokenizer(vocabulary), 512
+        length = _length(settings, tokenizer, train, longest)
+        preprocessor = data.BertPreprocessor(tokenizer, length)
+        words = data.TaggerPreprocessor(preprocessor, train.tag_names)
     batch_size = settings["batch_size"]
     per_epoch = max(1, len(train) // batch_size)
     steps = settings["steps"] or settings["epochs"] * per_epoch
@@ -315,9 +343,10 @@ def _finetune(settings):
           f"({steps / per_epoch:.1f} epochs)", flush=True)
     dataset = _batches(words, train, batch_size, seed=settings["seed"])
     with strategy.scope():
-        model = _tagger(settings, vocabulary, preprocessor, train.tag_names)
-        learning_rate = settings["learning_rate"] or _runs.fine_tuning_learning_rate(
-            model.hidden_dim if settings["model"] == "transformer" else model.backbone.hidden_dim)
+        model = _tagger(settings, vocabulary, preprocessor, train.tag_names, bilm)
+        learning_rate = settings["learning_rate"] or (
+            1e-3 if settings["model"] in WORD_MODELS else _runs.fine_tuning_learning_rate(
+                model.hidden_dim if settings["model"] == "transformer" else model.backbone.hidden_dim))
         print(f"peak learning rate {learning_rate:g}", flush=True)
         schedule = training.LinearWarmupLinearDecay(learning_rate, max(1, steps // 10), steps)
         model.compile(optimizer=training.bert_adamw(schedule), jit_compile=settings["jit_compile"])
@@ -364,9 +393,11 @@ def _finetune(settings):
     return 0
 
 
-def _tagger(settings, vocabulary, preprocessor, tag_names):
-    """The tagger of `--model`, under the strategy's scope: BERT (pretrained or not) or a
-    Transformer from scratch."""
+def _tagger(settings, vocabulary, preprocessor, tag_names, bilm=None):
+    """The tagger of `--model`, under the strategy's scope: BERT (pretrained or not), a
+    Transformer from scratch, or a BiLSTM over words (with ELMo's `bilm` or without)."""
+    if settings["model"] in WORD_MODELS:
+        return models.BiLSTMTokenClassifier(elmo=bilm, preprocessor=preprocessor, crf=settings["crf"])
     if settings["model"] == "transformer":
         return models.TransformerTokenClassifier(preprocessor=preprocessor, tag_names=tag_names,
                                                  num_segments=1, crf=settings["crf"])
@@ -384,7 +415,7 @@ def _report_on(model, tagged, batch_size):
     """Token accuracy (a word past the sequence length counts as wrong) and, for entity tags,
     `metrics.entity_report` (such a word read as "O") of `model` on `TaggedData`."""
     # The count of words past the length goes to the report: not also the tagger's warning.
-    logger = logging.getLogger(type(model).__module__)
+    logger = logging.getLogger(type(model).predict_tags.__module__)  # where predict_tags logs
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
@@ -452,7 +483,7 @@ def _predict(settings):
     if file_format == "text":  # BERT's words of each text, where they are in it
         texts = _read_texts(path)
         tags = model.predict_tags(texts, batch_size=settings["batch_size"])
-        found = model.preprocessor.tokenizer.tokenize_words(tf.constant(texts))
+        found = model._task_preprocessor().words_of(tf.constant(texts))
         sentences = [_Sentence([text[s:e] for s, e in zip(starts, ends, strict=True)], text,
                                starts, ends)
                      for text, starts, ends in zip(texts, found["char_starts"].to_list(),
