@@ -16,7 +16,7 @@ each arm from the same seed on the same sentences:
 - `bilstm`: the same tagger without ELMo (the control).
 
 The word-level arms look words up in a vocabulary of the run's own
-training sentences (lowercased, every word seen).
+training sentences (lowercased, the words seen `--min-word-count` times).
 
 `en_ewt_upos` (part of speech) trains on EWT train, validates on EWT dev
 and is scored by test token accuracy. `en_uner_ewt` (entities) trains on
@@ -81,14 +81,16 @@ def subset(tagged, indices):
 def build(arm, args, vocabulary, preprocessor, train):
     tag_names = train.tag_names
     if arm in ("elmo", "bilstm"):
-        words = data.WordTaggerPreprocessor(data.build_tagger_vocabulary(train.words), tag_names,
-                                            max_words=args.sequence_length)
+        words = data.WordTaggerPreprocessor(
+            data.build_tagger_vocabulary(train.words, min_count=args.min_word_count), tag_names,
+            max_words=args.sequence_length)
         bilm = None
         if arm == "elmo":
             # Frozen, in the dtype policy it was pretrained in (mixed_bfloat16 for
             # `examples/pretrain_elmo.py`'s: its forward pass is most of a step).
             bilm = keras.saving.load_model(args.elmo, safe_mode=True, compile=False)
-        return models.BiLSTMTokenClassifier(elmo=bilm, preprocessor=words, crf=args.crf)
+        return models.BiLSTMTokenClassifier(elmo=bilm, preprocessor=words, crf=args.crf,
+                                            dropout=args.bilstm_dropout)
     if arm == "transformer":
         return models.TransformerTokenClassifier(preprocessor=preprocessor, tag_names=tag_names,
                                                  num_segments=1, crf=args.crf, dropout=args.dropout)
@@ -206,7 +208,11 @@ def main(argv=None):
     parser.add_argument("--learning-rate", type=float, default=1e-3, help="the pretrained arm's peak")
     parser.add_argument("--scratch-learning-rate", type=float, default=1e-3,
                         help="the from-scratch arms' peak")
-    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--dropout", type=float, default=0.1, help="the Transformer arms'")
+    parser.add_argument("--bilstm-dropout", type=float, default=0.5, help="the BiLSTM arms' (TagLM's)")
+    parser.add_argument("--min-word-count", type=int, default=2,
+                        help="the BiLSTM arms' vocabulary: training words seen this often (rarer: "
+                        "<UNK>, whose vector then learns what unseen words need)")
     parser.add_argument("--crf", action="store_true", help="a CRF on every arm")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=1)

@@ -158,3 +158,18 @@ def test_constructor_checks():
         tagger(dict(inputs, word_ids=inputs["word_ids"] + 20))
     with pytest.raises(ValueError, match="character_ids"):
         tagger(dict(inputs, character_ids=inputs["character_ids"][:, :, :5]))
+
+
+def test_export_refuses_a_word_preprocessor_the_tagger_cannot_read(tmp_path):
+    from tfnlp import export
+
+    tagger = _tagger()
+    bigger = WordTaggerPreprocessor(build_tagger_vocabulary(SENTENCES), TAGS, max_characters=12)
+    with pytest.raises(ValueError, match="vocabulary has 16 words but the tagger's has only 13"):
+        export.export_tagger(tagger, str(tmp_path), preprocessor=bigger)
+    wider = WordTaggerPreprocessor(build_tagger_vocabulary(SENTENCES[:2]), TAGS, max_characters=50)
+    with pytest.raises(ValueError, match=r"max_characters \(50\) must be the tagger's \(12\)"):
+        export.export_tagger(tagger, str(tmp_path), preprocessor=wider)
+    with pytest.raises(ValueError, match="for a word-level tagger"):
+        export.export_tagger(models.TransformerTokenClassifier(20, tag_names=TAGS), str(tmp_path),
+                             preprocessor=_preprocessor())

@@ -3,7 +3,8 @@
 import tensorflow as tf
 
 from tfnlp.data.entity_chunks import entity_chunks, entity_type_names, is_entity_tag_set
-from tfnlp.data.tagger_preprocessor import IGNORED, TaggerPreprocessor, WordTagging
+from tfnlp.data.tagger_preprocessor import IGNORED, TaggerPreprocessor
+from tfnlp.data.word_tagger_preprocessor import WordTaggerPreprocessor
 from tfnlp.export._common import WARMUP_BATCH_SIZES, check_preprocessor, preprocessor_for, save
 from tfnlp.export._serving_module import TEXT, WORDS, ServingModule, Signature
 
@@ -73,10 +74,11 @@ class TaggerServingModule(ServingModule):
         if isinstance(tag_names, (str, bytes)) or not hasattr(tag_names, "__iter__"):
             raise ValueError(f"`tag_names` must be a list of tag names, got {tag_names!r}.")
         tag_names = [str(name) for name in tag_names]
-        if isinstance(preprocessor, WordTagging):  # a word-level tagger's, tag names and all
+        if isinstance(preprocessor, WordTaggerPreprocessor):  # a word-level tagger's, tag names and all
             if preprocessor.tag_names != tag_names:
                 raise ValueError(f"`tag_names` {tag_names} differ from the preprocessor's "
                                  f"{preprocessor.tag_names}.")
+            _check_word_preprocessor(preprocessor, tagger)
             self.words = preprocessor
         else:
             check_preprocessor(preprocessor, tagger)
@@ -179,6 +181,20 @@ class TaggerServingModule(ServingModule):
             texts = _valid_utf8(texts)  # a word given as invalid UTF-8, as Python decodes it
             outputs.update(entities, entity_texts=tf.where(present, texts, ""))
         return outputs
+
+
+def _check_word_preprocessor(preprocessor, tagger):
+    """Refuses a `WordTaggerPreprocessor` whose ids the word-level `tagger` cannot read."""
+    size, characters = getattr(tagger, "vocabulary_size", None), getattr(tagger, "max_characters", None)
+    if size is None or characters is None:
+        raise ValueError(f"A WordTaggerPreprocessor is for a word-level tagger (BiLSTMTokenClassifier), "
+                         f"not a {type(tagger).__name__}.")
+    if len(preprocessor.vocabulary) > size:
+        raise ValueError(f"`preprocessor`'s vocabulary has {len(preprocessor.vocabulary)} words but the "
+                         f"tagger's has only {size}: export with the vocabulary it was trained with.")
+    if preprocessor.max_characters != characters:
+        raise ValueError(f"`preprocessor`'s max_characters ({preprocessor.max_characters}) must be the "
+                         f"tagger's ({characters}).")
 
 
 def _spans(text, byte_starts, byte_ends):

@@ -9,7 +9,7 @@ from tfnlp.layers.char_cnn_embedding import CharCNNEmbedding
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import FromConfig
 from tfnlp.models.elmo import ELMoBiLM, ELMoEmbedder, _without_compile_config
-from tfnlp.models.token_classifier import TokenClassifier, tagger_arguments
+from tfnlp.models.token_classifier import TokenClassifier, tagger_arguments, tagger_size
 
 CHARACTER_FILTERS = ((1, 16), (2, 16), (3, 32), (4, 32), (5, 32))
 
@@ -51,8 +51,8 @@ class BiLSTMTokenClassifier(FromConfig, TokenClassifier):
         filters: `(width, count)` pairs of the character CNN.
         units: int, LSTM cells per direction.
         num_layers: int, stacked bidirectional LSTMs.
-        dropout: float in [0, 1), on the token vectors and on the LSTMs'
-            outputs.
+        dropout: float in [0, 1), on the token vectors and on the last
+            LSTM's outputs.
         elmo_dropout: float in [0, 1), on the ELMo mix (the paper's 0.5).
         preprocessor: optional `tfnlp.data.WordTaggerPreprocessor` (its
             vocabulary at most `vocabulary_size`; its `max_characters` the
@@ -95,6 +95,8 @@ class BiLSTMTokenClassifier(FromConfig, TokenClassifier):
             raise ValueError(f"`preprocessor`'s vocabulary has {len(preprocessor.vocabulary)} words but "
                              f"the model's has only {vocabulary_size} (`vocabulary_size`).")
         if preprocessor is not None:
+            if tag_names is not None:
+                tag_names = tagger_size(num_tags, tag_names)[1]
             if tag_names is None:
                 tag_names = list(preprocessor.tag_names)
             elif list(tag_names) != preprocessor.tag_names:
@@ -134,9 +136,12 @@ class BiLSTMTokenClassifier(FromConfig, TokenClassifier):
         if elmo is not None:
             self.elmo = ELMoEmbedder(elmo, dropout=elmo_dropout, name="elmo")
         self.input_dropout = Dropout(dropout, dtype=dtype, name="input_dropout")
+        # `use_cudnn=False`: traced on a GPU, Keras' LSTM would become the GPU-only CudnnRNNV3
+        # op, and an export made there would not load in a CPU server (TF Serving's C++ loader).
         self.lstm_layers = [
-            keras.layers.Bidirectional(keras.layers.LSTM(units, return_sequences=True, dtype=dtype),
-                                       dtype=dtype, name=f"bilstm_{i}")
+            keras.layers.Bidirectional(
+                keras.layers.LSTM(units, return_sequences=True, use_cudnn=False, dtype=dtype),
+                dtype=dtype, name=f"bilstm_{i}")
             for i in range(num_layers)
         ]
         self.output_dropout = Dropout(dropout, dtype="float32", name="output_dropout")

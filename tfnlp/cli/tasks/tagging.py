@@ -86,7 +86,9 @@ FINETUNE = {
                      ("",) + ARCHITECTURES),
     "vocabulary": (str, "", "WordPiece vocabulary of an encoder from scratch (`tfnlp vocab`; "
                    "empty: learn one from the training sentences)", None),
-    "vocabulary_size": (int, 8000, "size of a learned vocabulary (from scratch)", None),
+    "vocabulary_size": (int, 8000, "size of a learned WordPiece vocabulary (--model bert or "
+                        "transformer from scratch; elmo and bilstm keep every training word seen "
+                        "twice or more)", None),
     "crf": (bool, False, "decode with a linear-chain CRF over the word logits (its likelihood is "
             "the loss; IOB2 transitions constrained)", None),
     "sequence_length": (int, 0, "WordPiece tokens per sentence, [CLS] and [SEP] included (words "
@@ -219,10 +221,10 @@ def _check_finetune(settings, formats):
     # Resolved, so that config.json says which columns were read.
     settings["tag_column"], settings["word_column"] = (
         str(value) for value in _columns(settings, formats["train"]))
-    if 0 < settings["sequence_length"] < 3:
+    model = settings["model"]
+    if 0 < settings["sequence_length"] < 3 and model not in WORD_MODELS:  # theirs counts words
         raise ConfigError(f"`sequence_length` must be at least 3 ([CLS], a piece, [SEP]), got "
                           f"{settings['sequence_length']}.")
-    model = settings["model"]
     if model == "elmo" and not settings["pretrained"]:
         raise ConfigError("--model elmo needs --pretrained RUN, a `tfnlp pretrain elmo` output "
                           "directory (its biLM); --model bilstm is the same tagger without ELMo.")
@@ -316,7 +318,9 @@ def _finetune(settings):
     if settings["model"] in WORD_MODELS:
         if pretrained:
             bilm = _runs.pretrained_elmo(pretrained, settings["dtype"])
-        vocabulary = data.build_tagger_vocabulary(train.words)
+        # Words seen once read as <UNK>, so that <UNK>'s vector is trained for the unseen words
+        # of new text.
+        vocabulary = data.build_tagger_vocabulary(train.words, min_count=2)
         length = settings["sequence_length"] or -(-max(len(w) for w in train.words) // 8) * 8
         print(f"max_words {length} (the longest training sentence: "
               f"{max(len(w) for w in train.words)} words); {len(vocabulary)} words in the vocabulary",
