@@ -9,6 +9,7 @@ from tests.models.test_bert_token_classifier import TAGS, _preprocessor, _senten
 from tfnlp import training
 from tfnlp.data import TaggerPreprocessor
 from tfnlp.models import TransformerClassifier, TransformerTokenClassifier
+from tfnlp.models._transformer_encoder import encode
 
 
 def _tagger(seed=0, **kwargs):
@@ -29,7 +30,7 @@ def test_word_logits_are_the_full_encoders_output_at_each_words_first_piece():
     inputs, _, _ = _inputs(1)
     logits = tagger(inputs).numpy()
     encoder_inputs = {name: inputs[name] for name in ("token_ids", "segment_ids", "padding_mask")}
-    sequence = tagger._encode(encoder_inputs).numpy()  # every position of the last block
+    sequence = encode(tagger, encoder_inputs).numpy()  # every position of the last block
     first_pieces = np.take_along_axis(sequence, inputs["word_positions"].numpy()[:, :, None], axis=1)
     kernel, bias = tagger.output_dense.get_weights()
     np.testing.assert_allclose(logits, first_pieces @ kernel + bias, atol=1e-5)
@@ -40,7 +41,7 @@ def test_word_logits_are_the_full_encoders_output_at_each_words_first_piece():
         getattr(classifier, name).set_weights(getattr(tagger, name).get_weights())
     for ours, theirs in zip(tagger.transformer_layers, classifier.transformer_layers, strict=True):
         theirs.set_weights(ours.get_weights())
-    np.testing.assert_allclose(classifier._encode(encoder_inputs).numpy(), sequence, atol=1e-6)
+    np.testing.assert_allclose(encode(classifier, encoder_inputs).numpy(), sequence, atol=1e-6)
 
 
 def test_padding_and_extra_length_change_no_word_logit():

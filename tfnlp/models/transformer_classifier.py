@@ -5,7 +5,7 @@ import keras
 from tfnlp import _checks
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import FromConfig
-from tfnlp.models._transformer_encoder import TransformerEncoder
+from tfnlp.models._transformer_encoder import build_encoder, encode, encoder_arguments
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.models.text_classifier import TextClassifier, checked_preprocessor, classifier_size
@@ -16,7 +16,7 @@ ACTIVATIONS = (None, "softmax")
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerClassifier(TransformerEncoder, FromConfig, TextClassifier):
+class TransformerClassifier(FromConfig, TextClassifier):
     """Token + segment embeddings, sinusoidal positions, encoder blocks, pooling, classes.
 
     `x = sqrt(hidden_dim) * TokenEmbedding(token_ids) + SinusoidalPositions
@@ -117,7 +117,7 @@ class TransformerClassifier(TransformerEncoder, FromConfig, TextClassifier):
         **kwargs,
     ):
         (vocabulary_size, preprocessor, num_layers, num_heads, hidden_dim, intermediate_dim, dropout,
-         num_segments) = self._encoder_arguments(vocabulary_size, preprocessor, num_layers, num_heads,
+         num_segments) = encoder_arguments(vocabulary_size, preprocessor, num_layers, num_heads,
                                                  hidden_dim, intermediate_dim, dropout, num_segments)
         num_classes, labels = classifier_size(num_classes, labels)
         preprocessor = checked_preprocessor(preprocessor, vocabulary_size)
@@ -126,7 +126,7 @@ class TransformerClassifier(TransformerEncoder, FromConfig, TextClassifier):
         dtype = kwargs.pop("dtype", None)
 
         # === Layers ===
-        self._build_encoder(vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+        build_encoder(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
                             dropout, num_segments, dtype)
         # The head runs in float32 whatever the policy.
         self.output_dropout = Dropout(dropout, dtype="float32", name="output_dropout")
@@ -139,7 +139,7 @@ class TransformerClassifier(TransformerEncoder, FromConfig, TextClassifier):
         inputs = {
             name: keras.Input(shape=(None,), dtype="int32", name=name) for name in BACKBONE_INPUTS
         }
-        x = self._encode(inputs)  # (B, T, hidden_dim)
+        x = encode(self, inputs)  # (B, T, hidden_dim)
         x = keras.ops.cast(x, "float32")
         if pooling == "mean":
             mask = keras.ops.cast(inputs["padding_mask"], "float32")[:, :, None]  # (B, T, 1)

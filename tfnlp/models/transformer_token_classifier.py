@@ -6,7 +6,7 @@ from tfnlp import _checks
 from tfnlp.data.task_preprocessor import serialized
 from tfnlp.layers.dropout import Dropout
 from tfnlp.models._mixins import FromConfig
-from tfnlp.models._transformer_encoder import TransformerEncoder
+from tfnlp.models._transformer_encoder import build_encoder, encode, encoder_arguments
 from tfnlp.models.bert_backbone import input_specs
 from tfnlp.models.bert_pretrainer import BACKBONE_INPUTS
 from tfnlp.models.text_classifier import checked_preprocessor
@@ -15,7 +15,7 @@ from tfnlp.training.optimizers import bert_adamw
 
 
 @keras.saving.register_keras_serializable(package="tfnlp")
-class TransformerTokenClassifier(TransformerEncoder, FromConfig, TokenClassifier):
+class TransformerTokenClassifier(FromConfig, TokenClassifier):
     """A tag for every word from a Transformer encoder trained from scratch: no pretraining.
 
     The encoder of `tfnlp.models.TransformerClassifier` (token and segment
@@ -72,14 +72,14 @@ class TransformerTokenClassifier(TransformerEncoder, FromConfig, TokenClassifier
                  hidden_dim=128, intermediate_dim=None, dropout=0.1, num_segments=2, preprocessor=None,
                  crf=False, **kwargs):
         (vocabulary_size, preprocessor, num_layers, num_heads, hidden_dim, intermediate_dim, dropout,
-         num_segments) = self._encoder_arguments(vocabulary_size, preprocessor, num_layers, num_heads,
+         num_segments) = encoder_arguments(vocabulary_size, preprocessor, num_layers, num_heads,
                                                  hidden_dim, intermediate_dim, dropout, num_segments)
         preprocessor = checked_preprocessor(preprocessor, vocabulary_size)
         num_tags, tag_names, crf = tagger_arguments(num_tags, tag_names, crf, preprocessor)
         dtype = kwargs.pop("dtype", None)
 
         # === Layers ===
-        self._build_encoder(vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+        build_encoder(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
                             dropout, num_segments, dtype)
         self.output_dropout = Dropout(dropout, dtype="float32", name="output_dropout")
         self.output_dense = keras.layers.Dense(num_tags, dtype="float32", name="logits")
@@ -88,7 +88,7 @@ class TransformerTokenClassifier(TransformerEncoder, FromConfig, TokenClassifier
         # === Functional model ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in (*BACKBONE_INPUTS, "word_positions")}
-        words = self._encode(inputs, output_positions=inputs["word_positions"])  # (B, W, hidden_dim)
+        words = encode(self, inputs, output_positions=inputs["word_positions"])  # (B, W, hidden_dim)
         logits = self.output_dense(self.output_dropout(keras.ops.cast(words, "float32")))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
