@@ -69,7 +69,8 @@ NOT_PIPELINES = {"build_word_vocabulary", "character_ids", "count_words", "learn
                  "load_vocabulary", "objective_counts", "save_vocabulary", "sentence_tokens",
                  "split_words", "static_tuning", "write_tfrecords", "read_labelled", "read_texts",
                  "suggest_sequence_length", "cooccurrence_counts", "learn_token_embeddings",
-                 "read_conll", "read_conllu", "entity_chunks", "entity_type_names", "is_entity_tag_set"}
+                 "read_conll", "read_conllu", "entity_chunks", "entity_type_names", "is_entity_tag_set",
+                 "build_tagger_vocabulary"}
 
 
 @pytest.mark.parametrize("name", NAMES)
