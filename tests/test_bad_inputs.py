@@ -519,6 +519,17 @@ CASES = [
          lambda: _model("tagger")(_bert_inputs(word_positions=[[1, 5]]))),
     call(M.BertTokenClassifier, TypeError, r"`word_positions` must be an integer tensor, got dtype float",
          lambda: _model("tagger")(_bert_inputs(word_positions=[[1.0, 2.5]]))),
+    # TransformerTokenClassifier
+    init(M.TransformerTokenClassifier, ValueError, r"`hidden_dim` \(10\) must be divisible by `num_heads` \(4\)",
+         V, 3, hidden_dim=10),
+    call(M.TransformerTokenClassifier, ValueError, r"`word_positions` must be in \[0, 5\) .*got 5",
+         lambda: M.TransformerTokenClassifier(V, 3, hidden_dim=8, num_heads=2)(_bert_inputs(word_positions=[[1, 5]]))),
+    # BiLSTMTokenClassifier
+    init(M.BiLSTMTokenClassifier, ValueError, r"`elmo` must be an ELMoBiLM \(or None\), got Sequential",
+         V, 3, elmo=keras.Sequential()),
+    call(M.BiLSTMTokenClassifier, ValueError, r"`word_ids` must be in \[0, 30\) .*got 31",
+         lambda: M.BiLSTMTokenClassifier(V, 3, word_dim=4, character_dim=4, units=4)(
+             {"word_ids": np.array([[2, 31, 3]], "int32"), "character_ids": np.ones((1, 3, 50), "int32")})),
     # BertPretrainer
     init(M.BertPretrainer, ValueError, r"`backbone` must be a BertBackbone, got Sequential",
          keras.Sequential()),
