@@ -374,11 +374,3 @@ class TaggerPreprocessor(WordTagging):
         config = super().get_config()
         config["preprocessor"] = serialized(self.preprocessor)
         return config
-
-
-def sentence_tags(tag_ids, word_positions, tag_names):
-    """Per sentence, the tag names of its tagged words (`tag_ids` `(B, W)` where `word_positions` > 0)."""
-    tag_ids, word_positions = np.asarray(tag_ids), np.asarray(word_positions)
-    return [[tag_names[t] for t, p in zip(row, positions, strict=True) if p > 0]
-            for row, positions in zip(tag_ids, word_positions, strict=True)]
-
